@@ -81,7 +81,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
     from diagevo.train.config import load_config
     from diagevo.train.hf.backend import HFBackend
     from diagevo.train.run import train
-    from diagevo.views.typed import carried, of_type
+    from diagevo.views.typed import of_type
     from diagevo.views.verify import verify_run
 
     cfg = load_config(
@@ -127,11 +127,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
             wall = time.perf_counter() - started
             for phase in of_type(PhaseCompleted, store.read(run, types=(PhaseCompleted,))):
                 if phase.phase in ("challenger", "solver"):  # TRL's completions: mean length x completions
-                    n = (
-                        float(carried(phase, "completion_length", 0.0))
-                        * float(carried(phase, "completions_per_step", 0))
-                        * float(carried(phase, "steps", 0))
-                    )
+                    n = (phase.completion_length or 0.0) * (phase.completions_per_step or 0) * (phase.steps or 0)
                     meter.rows[f"{phase.phase} GRPO"]["tokens"] += n
             commits = list(of_type(RoundCommitted, store.read(run, types=(RoundCommitted,))))  # summary fields inline
             problems = verify_run(store, run)

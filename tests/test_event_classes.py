@@ -133,8 +133,8 @@ def test_every_type_refuses_a_field_it_does_not_declare() -> None:
         ),
         (
             PhaseCompleted,
-            {"phase": "solver", "seconds": 2.0, "care": 0.5},
-            {"phase": "solver", "seconds": 2.0, "stats": {"care": 0.5}},
+            {"phase": "solver", "seconds": 2.0, "care": 0.5, "loss": 0.1},
+            {"phase": "solver", "seconds": 2.0, "care": 0.5, "stats": {"loss": 0.1}},  # care: read, declared
         ),
         (EvalRecorded, {"heldout_acc": 0.5, "acc/C1": 1.0}, {"metrics": {"heldout_acc": 0.5, "acc/C1": 1.0}}),
         (
@@ -149,11 +149,21 @@ def test_an_open_types_old_flat_figures_read_as_its_declared_field(
 ) -> None:
     """Their version 1 carried its figures flat: read through the upcaster, they are the free-form
     field's, and an export of such a line is ingested as it was written (its bytes, its version)."""
-    assert cls.class_version == cls.closed_since == 2
+    assert cls.closed_since == 2
     assert cls.from_stored(stored, 1).stored_data() == reads == cls(**reads).stored_data()
     raw = {"type": cls.name, "run": "r", "round": 1, "event_id": "e", "data": stored, "schema_version": 1}
     kept = validate_event(raw)
     assert (kept.data, kept.schema_version) == (stored, 1)
+
+
+def test_a_phases_figures_diagevo_reads_are_fields_however_handed() -> None:
+    """The figures a reader names (:data:`PHASE_FIGURES`) are fields whether a trainer hands them in
+    ``stats`` or a version-2 event stored them there; its other figures stay in ``stats``."""
+    handed = PhaseCompleted(phase="solver", stats={"steps": 12.0, "completion_length": 5.5, "loss": 0.2})
+    assert (handed.steps, handed.completion_length, handed.stats) == (12, 5.5, {"loss": 0.2})
+    stored = PhaseCompleted.from_stored({"phase": "diagnose", "stats": {"dedup_truncated": 3}}, 2)
+    assert (stored.dedup_truncated, stored.stats) == (3, None)
+    assert PhaseCompleted(phase="x", care=0.5, stats={"care": 0.9}).care == 0.5  # the field wins
 
 
 def test_a_stored_event_holds_what_was_cut_of_its_texts_apart_from_its_data() -> None:

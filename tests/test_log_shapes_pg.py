@@ -382,7 +382,8 @@ SHAPES: list[tuple[str, dict[str, Any]]] = [
     ("failure.attributed", {"failure_id": "f", "cause_id": "C", "via": "dedup", "similarity": "0.9"}),
     ("round.committed", {"anything": [1, {"x": None}]}),  # version 1 carried it; 2 refuses it
     ("round.committed", {"F": 2, "summary": {"anything": [1]}}),
-    ("phase.completed", {"phase": "solver", "seconds": 1.5, "care": 0.5}),
+    ("phase.completed", {"phase": "solver", "seconds": 1.5, "loss": 0.5}),  # an undeclared figure: in stats
+    ("phase.completed", {"phase": "solver", "care": "high"}),
     ("run.started", {"config": {"k": 2}, "seed": 0, "trainer": None}),
     ("run.started", {"config": [], "seed": 0}),
     ("llm.called", {"stage": "extract", "prompt_tokens": 10**30, "extra": "carried"}),
@@ -408,5 +409,6 @@ def test_the_database_and_verify_judge_a_shape_alike(roles: Roles) -> None:  # n
                 ).scalar_one()
                 assert (db is None) == (shape_problem(type_, data, v) is None), (type_, v, data, db)
                 judged.add((type_, v, db is None))
-    assert {("round.committed", 1, True), ("round.committed", 2, False), ("phase.completed", 2, False)} <= judged
+    phase = CATALOG["phase.completed"].class_version
+    assert {("round.committed", 1, True), ("round.committed", 2, False), ("phase.completed", phase, False)} <= judged
     engine.dispose()

@@ -330,21 +330,52 @@ class RoundCommitted(Event):
 # --- bookkeeping and retrospective types (ignored by the fold) ----------------------------------
 
 
+PHASE_FIGURES = ("steps", "prompts_per_step", "completions_per_step", "completion_length", "care", "dedup_truncated")
+"""The figures of a phase that diagevo reads (the GRPO cost a GPU check reports, the simulated
+solver's care, what the diagnosis left out of deduplication): declared fields, so a reader names
+them; a trainer's other figures stay in ``stats``."""
+
+
+def lift_figures(data: dict[str, Any]) -> dict[str, Any]:
+    """A phase's declared figures out of ``stats`` (where a trainer hands them, and where version
+    2 stored them) into their fields: the one rule for a new event and a stored one."""
+    stats = data.get("stats")
+    if isinstance(stats, dict) and any(k in stats for k in PHASE_FIGURES):
+        rest = dict(stats)
+        for k in PHASE_FIGURES:
+            if k in rest and data.get(k) is None:
+                data[k] = rest.pop(k)
+        data["stats"] = rest or None
+    return data
+
+
 class PhaseCompleted(Event):
-    """A phase of the training loop finished (what a resume skips), its seconds and its figures
-    (``stats``: the trainer's, free-form)."""
+    """A phase of the training loop finished (what a resume skips), its seconds, the figures
+    diagevo reads (:data:`PHASE_FIGURES`) and the trainer's others (``stats``, free-form)."""
 
     name = "phase.completed"
     kind = Kind.BOOKKEEPING
-    class_version = 2  # 2: closed, the figures in stats
+    class_version = 3  # 2: closed, the figures in stats; 3: the figures read are fields
     closed_since = 2
     free_form = "stats"
     upcast_v1_v2 = extra_into()
-    stored_if_set = ("seconds", "stats")
+    upcast_v2_v3 = staticmethod(lift_figures)
+    stored_if_set = ("seconds", "stats", *PHASE_FIGURES)
 
     phase: str
     seconds: float | None = None
+    steps: int | None = None  # GRPO optimizer steps
+    prompts_per_step: int | None = None
+    completions_per_step: int | None = None
+    completion_length: float | None = None  # mean tokens of a completion
+    care: float | None = None  # the simulated solver's
+    dedup_truncated: int | None = None  # failures the diagnosis left out of deduplication
     stats: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _figures_declared(cls, data: Any) -> Any:
+        return lift_figures(dict(data)) if isinstance(data, dict) else data
 
 
 class CheckpointWritten(Event):

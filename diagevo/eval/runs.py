@@ -103,14 +103,14 @@ def pick_rounds(available: Sequence[int], spec: str) -> list[int]:
     return sorted(set(wanted))
 
 
-def _carried(event: type[Event], result: BenchResult) -> dict[str, Any]:
+def _shared_fields(event: type[Event], result: BenchResult) -> dict[str, Any]:
     """The fields of ``result`` that ``event`` records under the same names."""
     return {k: v for k, v in result.to_dict().items() if k in event.model_fields}
 
 
 def eval_event(run: str, t: int, result: BenchResult, engine: str) -> EventIn:
     """One ``eval.recorded`` event for a (round, benchmark) score."""
-    score = EvalRecorded(**_carried(EvalRecorded, result), benchmark_kind=result.kind, engine=engine)
+    score = EvalRecorded(**_shared_fields(EvalRecorded, result), benchmark_kind=result.kind, engine=engine)
     key = f"{result.benchmark}/{result.settings}/{result.n}"
     return new_event(score, run=run, at_round=t, event_id=event_id(run, t, "eval", key))
 
@@ -121,7 +121,7 @@ def selection_event(run: str, results: Mapping[int, BenchResult]) -> EventIn:
     best = min(scores, key=lambda t: (-scores[t], t))  # a tie goes to the earlier round
     key = hashlib.sha256(json.dumps(sorted((t, r.settings) for t, r in results.items())).encode()).hexdigest()[:16]
     scored = {str(t): s for t, s in sorted(scores.items())}
-    selected = CheckpointSelected(**_carried(CheckpointSelected, results[best]), scores=scored)
+    selected = CheckpointSelected(**_shared_fields(CheckpointSelected, results[best]), scores=scored)
     return new_event(selected, run=run, at_round=best, event_id=event_id(run, best, "select", key))
 
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import Recorder, open_log
@@ -19,7 +19,7 @@ from diagevo.train.config import load_config
 from diagevo.train.run import train
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.dynamics import measure_seed
-from diagevo.views.typed import carried, of_type
+from diagevo.views.typed import of_type
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {
@@ -214,7 +214,7 @@ def run_ablation(
                         curve = heldout_curve(store, run)
                     curves[variant].append(curve)
                     if sim:
-                        val_curves[variant].append(heldout_curve(store, run, "val_acc"))
+                        val_curves[variant].append(heldout_curve(store, run, "val"))
                     runs[variant] = run
                     if variant == reference:
                         ref_cfg = cfg
@@ -233,6 +233,8 @@ def run_ablation(
     return results
 
 
-def heldout_curve(store: Recorder, run: str, key: str = "heldout_acc") -> list[float]:
-    """One metric of every committed round (``val_acc``: the validation split's accuracy)."""
-    return [float(carried(c, key)) for c in of_type(RoundCommitted, store.rows(run, types=(RoundCommitted,)))]
+def heldout_curve(store: Recorder, run: str, split: Literal["heldout", "val"] = "heldout") -> list[float]:
+    """Held-out (or, ``val``, the validation split's) accuracy of every committed round."""
+    commits = of_type(RoundCommitted, store.rows(run, types=(RoundCommitted,)))
+    figures = ((c.heldout_acc if split == "heldout" else c.val_acc) for c in commits)
+    return [float("nan") if x is None else float(x) for x in figures]

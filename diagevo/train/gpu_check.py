@@ -29,7 +29,7 @@ from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import attention
 from diagevo.train.run import train
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
-from diagevo.views.typed import carried, of_type
+from diagevo.views.typed import of_type
 from diagevo.views.verify import verify_run
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.errors.installation.shipped)
@@ -218,10 +218,10 @@ def _grpo_figures(store: EventReader, run: str, report: CheckReport) -> None:
     for p in of_type(PhaseCompleted, store.rows(run, types=(PhaseCompleted,))):
         if p.phase in ("challenger", "solver"):
             f = report.phases.setdefault(p.phase, PhaseFigures())
-            f.steps = int(carried(p, "steps", 0))
-            f.completions_per_step = int(carried(p, "completions_per_step", 0))
-            f.prompts_per_step = int(carried(p, "prompts_per_step", 0))
-            report.grpo_tokens[p.phase] = float(carried(p, "completion_length", 0.0)) * f.completions_per_step * f.steps
+            f.steps = p.steps or 0
+            f.completions_per_step = p.completions_per_step or 0
+            f.prompts_per_step = p.prompts_per_step or 0
+            report.grpo_tokens[p.phase] = (p.completion_length or 0.0) * f.completions_per_step * f.steps
 
 
 def _weights_moved(store: EventReader, run: str, model: Path, report: CheckReport, root: Path) -> None:

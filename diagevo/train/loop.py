@@ -62,7 +62,7 @@ from diagevo.views.checkpoints import checkpoint_log, resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.stats import round_stats
-from diagevo.views.typed import carried, of_type
+from diagevo.views.typed import of_type
 
 # the longest wait between two asks of a diagnostician that stopped answering
 MAX_OUTAGE_PAUSE_S = 60.0
@@ -107,7 +107,8 @@ class _LoopState:
 
     def dedup_truncated(self) -> int:
         """How many failures the round's diagnosis left out of deduplication (its phase's figure)."""
-        return int(carried(self.phases.get("diagnose"), "dedup_truncated", 0))
+        diagnosed = self.phases.get("diagnose")
+        return int(diagnosed.dedup_truncated or 0) if diagnosed else 0
 
 
 class Trainer:
@@ -195,7 +196,7 @@ class Trainer:
         return [
             (
                 str(self.own_checkpoint(c.path)),
-                CheckpointPruned(path=c.path, phase=phase, written_round=t0, bytes=carried(c, "bytes", 0)),
+                CheckpointPruned(path=c.path, phase=phase, written_round=t0, bytes=c.bytes or 0),
             )
             for t0, c in old
             if t0 not in needed
@@ -272,7 +273,7 @@ class Trainer:
         that starts fresh or got past its solver reads a few dozen events, however long the log."""
         r = _LoopState(t=rnd.t, progress=rnd.progress())
         r.phases.update(r.progress.phases)
-        r.seconds.update((phase, carried(p, "seconds", 0.0)) for phase, p in r.phases.items())
+        r.seconds.update((phase, p.seconds or 0.0) for phase, p in r.phases.items())
         if r.done("construct") and not r.done("solver"):
             for q in logged_questions(self.store, self.run, t=rnd.t):
                 r.questions[q.question_id], r.scored[q.question_id] = q.text, q.votes

@@ -1,12 +1,12 @@
 """The one way a reader takes events of a class from what the log gives (a stored event, a row,
 an event in its envelope): :func:`of_type` among many, :func:`typed` of one, :func:`last_event` of
-a run, and :func:`carried` for a figure a class may or may not declare. Light: a read command
-imports it without the envelope's pydantic model (:mod:`diagevo.schemas`)."""
+a run. Light: a read command imports it without the envelope's pydantic model
+(:mod:`diagevo.schemas`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import Iterable, Iterator
+from typing import Protocol, TypeVar, cast
 
 from diagevo.catalog import Event
 from diagevo.log import EventReader
@@ -42,20 +42,6 @@ def typed(cls: type[E], row: Typed) -> E:
     if not isinstance(event, cls):
         raise TypeError(f"the event read is a {row.type}, not a {cls.name}")
     return event
-
-
-def carried(event: Event | None, name: str, default: Any = None) -> Any:
-    """A figure a trainer added to an event (a phase's ``seconds``, a commit's ``heldout_acc``):
-    its declared field, else the entry of the class's free-form field (``summary``, ``stats``,
-    ``metrics``: where version 1's flat extras are read into), else ``default``. The one read of
-    a figure a class may or may not declare."""
-    if event is None:
-        return default
-    if name in type(event).model_fields:
-        value = getattr(event, name)
-        return default if value is None else value
-    free = getattr(event, event.free_form or "", None)
-    return free.get(name, default) if isinstance(free, Mapping) else default
 
 
 def last_event(store: EventReader, run: str, cls: type[E]) -> E | None:

@@ -48,7 +48,6 @@ from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import Question
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.memory import committed_rounds, load_memory
-from diagevo.views.typed import carried
 
 MEASURE = "sim-dynamics"
 SHARED_QUESTIONS = 200  # Figure 3c: 200 shared challenger-generated questions per round
@@ -86,8 +85,8 @@ def run_measures(
     kinds = (QuestionGenerated, QuestionScored, CausePromoted, CauseReactivated, PhaseCompleted)
     for e in store.read(run, types=kinds, texts=True):
         match e.event:
-            case PhaseCompleted(phase="solver") as p if carried(p, "care") is not None:
-                care[e.round] = float(carried(p, "care"))
+            case PhaseCompleted(phase="solver", care=float() as solver_care):
+                care[e.round] = solver_care
             case QuestionScored(retained=True, question_id=qid, pseudo_label=label):
                 retained_for.setdefault(e.round, set()).update(targets.get(qid, ()))
                 labels.setdefault(e.round, []).append((text_of.get(qid, ""), label))
