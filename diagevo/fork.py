@@ -23,7 +23,7 @@ from diagevo.catalog import (
 from diagevo.catalog.ids import event_id
 from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.interchange import copied_event
+from diagevo.interchange import copy_or_pass_over
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -72,7 +72,8 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone)}")
     left = set(checkpoints.passed)
     copied = store.read(source, upto_seq=commit_seq, texts=True)
-    events = [copied_event(e, source, new) for e in copied if e.seq not in left and not passed_config(store, source, e)]
+    kept = (e for e in copied if e.seq not in left and not passed_config(store, source, e))
+    events = [ev for e in kept if (ev := copy_or_pass_over(store, e, source, new)) is not None]
     forked = RunForked(source_run=source, source_round=at_round, source_hash=last_hash, source_seq=commit_seq)
     events.append(new_event(forked, run=new, at_round=at_round, event_id=event_id(new, at_round, RunForked.name)))
     changed = _configured(events, new, at_round + 1, list(overrides)) if overrides else None

@@ -21,6 +21,7 @@ from diagevo.errors import BadInput
 from diagevo.log import EventReader, Recorder, StoredEvent, payload
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.chain import GENESIS_HASH, canonical_event_json, chain_hash, prepare
+from diagevo.log.recorder import pass_over
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.memory.fold import Draft
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
@@ -239,6 +240,17 @@ def copied_event(e: StoredEvent, source: str, new: str, **changed: Any) -> Event
             "schema_version": e.schema_version,
         }
     )
+
+
+def copy_or_pass_over(store: EventReader, e: StoredEvent, source: str, new: str, **changed: Any) -> EventIn | None:
+    """:func:`copied_event`, or None for a stored event its class refuses (a row written raw, past
+    every check): passed over, named (:func:`~diagevo.log.recorder.pass_over`), as every reader of
+    the source passes it over, so a fork or a what-if of such a log is made rather than stopped."""
+    try:
+        return copied_event(e, source, new, **changed)
+    except InvalidEvent as exc:
+        pass_over(store, source, e.seq, one_line(str(exc)))
+        return None
 
 
 def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestResult:

@@ -38,8 +38,8 @@ from diagevo.catalog import (
 from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config.sections import MemoryConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.interchange import copied_event
-from diagevo.log import EventRow, Recorder, StoredEvent
+from diagevo.interchange import copy_or_pass_over
+from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
 from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, start
 from diagevo.memory.schedule import schedule
@@ -176,6 +176,7 @@ def default_name(source: str, settings: Mapping[str, str]) -> str:
 class _Deriving:
     """The state of one pass over the source's log: the what-if memory and the events so far."""
 
+    store: EventReader  # the source's, where what the copy passes over is named
     source: str
     new: str
     settings: Mapping[str, str]
@@ -191,8 +192,11 @@ class _Deriving:
     out: list[EventIn] = field(default_factory=list)
 
     def copy(self, e: StoredEvent, **changed: Any) -> None:
-        """A source event copied at its stored version, ``changed`` fields replaced."""
-        self._add(copied_event(e, self.source, self.new, **changed))
+        """A source event copied at its stored version, ``changed`` fields replaced (one its class
+        refuses is passed over, named)."""
+        copied = copy_or_pass_over(self.store, e, self.source, self.new, **changed)
+        if copied is not None:
+            self._add(copied)
 
     def _add(self, ev: EventIn) -> None:
         event = ev.event
@@ -366,7 +370,7 @@ def _write(store: Recorder, source: str, plan: _Plan) -> WhatIf:
     if plan.existing is not None:
         return _with_rounds(store, plan.existing)
     new, checked_settings, commit = plan.new, plan.settings, plan.commit
-    state = _Deriving(source, new, checked_settings)
+    state = _Deriving(store, source, new, checked_settings)
     for e in store.read(source, types=(CausePromoted, CauseReactivated)):
         if isinstance(decided := e.event, CausePromoted | CauseReactivated):
             state.recorded_ids[_decision(decided, e.round)] = e.event_id
