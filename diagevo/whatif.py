@@ -40,8 +40,9 @@ from diagevo.config.sections import MemoryConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copy_or_pass_over
 from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
+from diagevo.log.recorder import pass_over
 from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
-from diagevo.memory.fold import Draft, start
+from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event
@@ -224,7 +225,15 @@ class _Deriving:
         self._add(new_event(event, run=self.new, at_round=rnd, event_id=eid))
 
     def take(self, e: StoredEvent) -> None:
-        """One source event: copied, re-decided, or dropped (the source's own decisions)."""
+        """One source event: copied, re-decided, or dropped (the source's own decisions); one the
+        fold refuses (a round out of order, a decision its memory does not allow) is passed over,
+        named, as every reader of the source passes it over, and the what-if is made without it."""
+        try:
+            self._take(e)
+        except InvariantError as exc:
+            pass_over(self.store, self.source, e.seq, str(exc))
+
+    def _take(self, e: StoredEvent) -> None:
         ev = e.event
         if self.unmarked.get(e.round) == e.seq:
             self._promote(e.round)

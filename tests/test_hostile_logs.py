@@ -505,6 +505,26 @@ def test_a_free_question_naming_a_cause_stored_raw_is_named_by_verify(base: Base
     assert all(lines[seq - 1]["event_id"].replace("m/", f"{r}/", 1) not in ids for r, ids in copied.items())
 
 
+def test_a_later_rounds_score_stored_before_the_first_round_is_passed_over_by_the_what_if(
+    base: Base, tmp_path: Path
+) -> None:
+    """Found by the property (a ``duplicate`` mutation): round 2's ``question.scored`` copied to just
+    after ``run.started``. Verify names it and the readers pass it over, but ``memory whatif``, which
+    folds every event it copies, stopped: ``round 2 starts before round 1 was committed``."""
+    scored = next(line for line in base.m if line["type"] == "question.scored" and line["round"] == 2)
+    dup = copy.deepcopy(scored) | {"event_id": scored["event_id"] + "/dup"}
+    lines = [base.m[0], dup, *base.m[1:]]
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    store_raw(db, lines)
+    code, out, _ = cli("memory", "verify", "--run", "m", "--db", db)
+    assert code == 1 and "seq 2" in out, out
+    code, _, err = cli("memory", "whatif", "--set", "memory.k=1.0", "--to", "m-k1", "--run", "m", "--db", db)
+    passed = "run 'm', seq 2: passed over: round 2 starts before round 1 was committed"
+    assert code == 0 and passed in " ".join(err.split()), err
+    code, out, _ = cli("memory", "show", "--run", "m-k1", "--db", db)
+    assert code == 0, out
+
+
 @pytest.mark.parametrize(
     ("section", "changes", "named"),
     [
