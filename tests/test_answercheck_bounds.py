@@ -99,7 +99,7 @@ def test_no_benchmark_answer_is_refused() -> None:
 def test_math_verifys_sum_pair_agrees_again() -> None:
     """math-verify's suite (``test_yujianll.py``): a sum with its product's factors swapped agrees,
     one over another range does not."""
-    chk = EquivalenceChecker()
+    chk = EquivalenceChecker(cpu_limit_s=10.0)  # the rule pinned, not the budget: 1.7-2.5 s of CPU by processor
     try:
         gold = "F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}"
         assert agrees("F_n = \\sum_{k=0}^{n-1} F_{n-k-1} F_k", gold, chk)
@@ -246,6 +246,8 @@ def test_the_fork_server_reports_a_limit_and_answers_on() -> None:
     )
     replies = [json.loads(x) for x in proc.stdout.splitlines()]
     assert replies[0]["ready"] is True
-    assert replies[3] == {"ok": False, "error": "limit", "cpu": 0.5}
+    # SLOW's parse or its check, whichever this processor reaches the limit in, is cut
+    cut = {"ok": False, "error": "limit", "cpu": 0.5}
+    assert replies[3] == cut or (replies[1] == cut and replies[3]["ok"] is False), replies[1:4]
     assert [r["ok"] for r in replies[4:6]] == [True, True]
     assert replies[7]["error"] == "budget"
