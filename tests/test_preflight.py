@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from diagevo.doctor import NotReady, check_diagnostician, check_disk, check_gpus, preflight, require
 from diagevo.errors import Fix, Install, Override
 from diagevo.errors.installation import installation
 from diagevo.log import open_log
 from diagevo.train.config import load_config
-from diagevo.train.preflight import NotReady, check_diagnostician, check_disk, check_gpus, preflight, require
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import run_cli
 
@@ -112,14 +112,14 @@ def test_free_disk_for_the_checkpoints(tmp_path: Path) -> None:
     cfg = load_config(
         SMOLLM2, [f"challenger.model={json.dumps(str(models))}", f"solver.model={json.dumps(str(models))}"]
     )
-    (low,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 4096)
+    (low,) = check_disk(cfg, checkpoints=tmp_path / "x.runs", free=lambda p: 4096)
     assert (
         low.status == "missing" and low.fix is not None and Override("train.out_dir", "/OTHER/DIR") in low.fix.otherwise
     )
     assert low.facts["checkpoints"] == 4 and low.facts["need_bytes"] > 4 * 2 * 4096
-    (fine,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 2**40)
+    (fine,) = check_disk(cfg, checkpoints=tmp_path / "x.runs", free=lambda p: 2**40)
     assert fine.status == "ok"
-    assert check_disk(load_config(None), tmp_path) == []  # the simulator's checkpoints are a few kB
+    assert check_disk(load_config(None), checkpoints=tmp_path) == []  # the simulator's checkpoints are a few kB
 
 
 def test_doctor_runs_the_same_checks_for_a_config(
