@@ -16,7 +16,17 @@ from typing import Any
 
 import pytest
 
-from diagevo.doctor import NotReady, check_diagnostician, check_disk, check_gpus, preflight, require
+from diagevo.doctor import (
+    NotReady,
+    check_diagnostician,
+    check_disk,
+    check_embedder,
+    check_gpus,
+    check_hf,
+    check_vllm,
+    preflight,
+    require,
+)
 from diagevo.errors import Fix, Install, Override
 from diagevo.errors.installation import installation
 from diagevo.log import open_log
@@ -120,6 +130,24 @@ def test_free_disk_for_the_checkpoints(tmp_path: Path) -> None:
     (fine,) = check_disk(cfg, checkpoints=tmp_path / "x.runs", free=lambda p: 2**40)
     assert fine.status == "ok"
     assert check_disk(load_config(None), checkpoints=tmp_path) == []  # the simulator's checkpoints are a few kB
+
+
+def test_one_check_without_a_config_and_with_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each environment check is one function: without a config it says what this machine has
+    (doctor's line, never asked), with one what that config needs (asked; nothing for a need the
+    config does not have: the simulator samples without vLLM, embeds statically, saves kB)."""
+    monkeypatch.setitem(sys.modules, "vllm", None)  # not installed, whatever this .venv holds
+    shown = [c for check in (check_embedder, check_hf, check_vllm) for c in check()]
+    assert [c.name for c in shown] == ["embedding model", "hf backend", "vllm"]
+    assert not any(c.asked for c in shown) and shown[2].status == "warning"
+    sim = load_config(None)
+    assert check_embedder(sim) == check_hf(sim) == check_vllm(sim) == check_disk(sim, checkpoints=tmp_path) == []
+    (vllm,) = check_vllm(load_config(SMOLLM2))
+    assert vllm.name == "vllm" and vllm.status == "missing" and vllm.asked
+    (disk,) = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**40)
+    assert disk.name == "disk" and disk.status == "ok" and disk.facts["path"] == str(tmp_path)
+    (low,) = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**20)
+    assert low.status == "missing"
 
 
 def test_doctor_runs_the_same_checks_for_a_config(
