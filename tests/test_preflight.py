@@ -16,11 +16,21 @@ from typing import Any
 
 import pytest
 
+from diagevo.doctor import (
+    NotReady,
+    check_diagnostician,
+    check_disk,
+    check_embedder,
+    check_gpus,
+    check_hf,
+    check_vllm,
+    preflight,
+    require,
+)
 from diagevo.errors import Fix, Install, Override
 from diagevo.errors.installation import installation
 from diagevo.log import open_log
 from diagevo.train.config import load_config
-from diagevo.train.preflight import NotReady, check_diagnostician, check_disk, check_gpus, preflight, require
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import run_cli
 
@@ -112,14 +122,32 @@ def test_free_disk_for_the_checkpoints(tmp_path: Path) -> None:
     cfg = load_config(
         SMOLLM2, [f"challenger.model={json.dumps(str(models))}", f"solver.model={json.dumps(str(models))}"]
     )
-    (low,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 4096)
+    (low,) = check_disk(cfg, checkpoints=tmp_path / "x.runs", free=lambda p: 4096)
     assert (
         low.status == "missing" and low.fix is not None and Override("train.out_dir", "/OTHER/DIR") in low.fix.otherwise
     )
     assert low.facts["checkpoints"] == 4 and low.facts["need_bytes"] > 4 * 2 * 4096
-    (fine,) = check_disk(cfg, tmp_path / "x.runs", free=lambda p: 2**40)
+    (fine,) = check_disk(cfg, checkpoints=tmp_path / "x.runs", free=lambda p: 2**40)
     assert fine.status == "ok"
-    assert check_disk(load_config(None), tmp_path) == []  # the simulator's checkpoints are a few kB
+    assert check_disk(load_config(None), checkpoints=tmp_path) == []  # the simulator's checkpoints are a few kB
+
+
+def test_one_check_without_a_config_and_with_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each environment check is one function: without a config it says what this machine has
+    (doctor's line, never asked), with one what that config needs (asked; nothing for a need the
+    config does not have: the simulator samples without vLLM, embeds statically, saves kB)."""
+    monkeypatch.setitem(sys.modules, "vllm", None)  # not installed, whatever this .venv holds
+    shown = [c for check in (check_embedder, check_hf, check_vllm) for c in check()]
+    assert [c.name for c in shown] == ["embedding model", "hf backend", "vllm"]
+    assert not any(c.asked for c in shown) and shown[2].status == "warning"
+    sim = load_config(None)
+    assert check_embedder(sim) == check_hf(sim) == check_vllm(sim) == check_disk(sim, checkpoints=tmp_path) == []
+    (vllm,) = check_vllm(load_config(SMOLLM2))
+    assert vllm.name == "vllm" and vllm.status == "missing" and vllm.asked
+    (disk,) = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**40)
+    assert disk.name == "disk" and disk.status == "ok" and disk.facts["path"] == str(tmp_path)
+    (low,) = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**20)
+    assert low.status == "missing"
 
 
 def test_doctor_runs_the_same_checks_for_a_config(

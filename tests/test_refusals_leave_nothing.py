@@ -66,7 +66,7 @@ def test_an_incomplete_build_is_refused_naming_it_and_its_build(
     assert command_in(err, "model") == ["diagevo", "models", "smollm2", "--out", "models/smollm2"]
     assert listing(tmp_path) == before
     (half / "provenance.json").write_text("{}\n", encoding="utf-8")  # complete: the check lets it through
-    from diagevo.train.model_dirs import check_model_dir
+    from diagevo.model_dirs import check_model_dir
 
     check_model_dir("models/smollm2")
     # a tiny pair without its tiny.json

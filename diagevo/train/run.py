@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
+from diagevo.doctor import preflight, require
 from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
 from diagevo.log import EventReader, Recorder
 from diagevo.rounds import OUR_TRAINER, configure_run, run_trainer, start_run, stored_config
@@ -25,7 +26,6 @@ from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.folders import check_folders, checkpoint_root
 from diagevo.train.hf import distributed
-from diagevo.train.preflight import preflight, require
 from diagevo.train.sim.backend import SimBackend
 from diagevo.views.checkpoints import name_stored_out_dir
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
@@ -130,7 +130,7 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
 
 
 def ready(config: Config, db_url: str) -> None:
-    """The preflight of :mod:`diagevo.train.preflight`: a missing need is refused (exit code 2)."""
+    """The preflight of :mod:`diagevo.doctor`: a missing need is refused (exit code 2)."""
     require(preflight(config, checkpoint_root(config, db_url, move=False)))
 
 

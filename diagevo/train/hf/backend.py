@@ -37,7 +37,6 @@ from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
-from diagevo.doctor import HELDOUT_FILE
 from diagevo.errors import BadInput, Fix, Install, NotFound, Override, Unavailable
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.endpoint import EndpointEngine
@@ -45,6 +44,7 @@ from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.generation.vllm_engine import VLLMEngine
 from diagevo.generation.vllm_platform import current_platform
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.model_dirs import HELDOUT_FILE
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.text.parsing import file_lines, loads
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound, Truth, numbers

@@ -28,9 +28,9 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from diagevo.doctor import HELDOUT_FILE, PROVENANCE
 from diagevo.errors import Argument, BadInput, Install, Unavailable, require_use
 from diagevo.files.written import building, refuse_filled
+from diagevo.model_dirs import HELDOUT_FILE, PROVENANCE
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf.tiny import corpus
 from diagevo.train.hf.warm import warm_up

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from diagevo.curriculum.prompts import challenger_messages, solver_messages
-from diagevo.doctor import TINY_RECORD
 from diagevo.errors import require_use
 from diagevo.files.written import refuse_filled
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.model_dirs import TINY_RECORD
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf import warm
 

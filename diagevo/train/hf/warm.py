@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from diagevo.doctor import HELDOUT_FILE, ROLES
 from diagevo.files.written import building
+from diagevo.model_dirs import HELDOUT_FILE, ROLES
 
 Tick = Callable[[int, int], None]
 

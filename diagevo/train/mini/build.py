@@ -25,9 +25,9 @@ from typing import Any
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import parse_question
-from diagevo.doctor import MINI_RECORD
 from diagevo.errors import require_use
 from diagevo.files.written import refuse_filled
+from diagevo.model_dirs import MINI_RECORD
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf import warm
 from diagevo.train.mini import world as w
