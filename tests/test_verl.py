@@ -472,7 +472,9 @@ def test_round_1s_dump_copied_into_round_2_is_refused_and_round_2s_own_records(
         rollout_failures(store, RUN, copied)
     (copied / "1.jsonl").unlink()
     (copied / "2.jsonl").write_bytes((tmp_path / "r1" / "rollouts" / "2.jsonl").read_bytes())
-    with pytest.raises(BadInput, match=r"2\.jsonl line 1 belongs to round 1's export \(tag 'r1-[0-9a-f]{12}'\), not round 2"):
+    with pytest.raises(
+        BadInput, match=r"2\.jsonl line 1 belongs to round 1's export \(tag 'r1-[0-9a-f]{12}'\), not round 2"
+    ):
         rollout_failures(store, RUN, copied)
     write_dump(copied, 1, dump_lines(store, t=2, wrong="so "))
     write_dump(copied, 2, dump_lines(store, t=2, wrong="now ", with_ids=tmp_path / "r2"))
@@ -644,7 +646,8 @@ def test_a_generation_of_another_export_is_refused(store: diagevo.Recorder, tmp_
     out = tmp_path / "r1"
     export_round(store, RUN, out)
     for k in (1, 2):
-        asked = generated(out / "curriculum.parquet", tmp_path / f"q{k}.parquet", lambda r: [f"<question>{k}?</question>"])
+        block = [f"<question>{k}?</question>"]
+        asked = generated(out / "curriculum.parquet", tmp_path / f"q{k}.parquet", lambda r, b=block: b)
         export_round(store, RUN, out, questions=asked)
         if k == 1:
             old = generated(out / "construct.parquet", out / "old.parquet", lambda row: ["\\boxed{1}"] * 4)
