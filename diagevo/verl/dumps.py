@@ -44,6 +44,7 @@ from diagevo.log import EventReader
 from diagevo.rounds import LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
 from diagevo.text.parsing import error_line, file_lines, loads_object, quoted
+from diagevo.views.withdrawn import Withdrawn
 
 MANIFEST = "verl.json"
 """The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
@@ -298,8 +299,8 @@ def earlier_failures(store: EventReader, run: str, t: int) -> dict[tuple[str, st
     dump), words normalised, and the round (the first that recorded it)."""
     asked = ((e.round, e.event) for e in store.read(run, types=(QuestionGenerated,), texts=True))
     texts = {q.question_id: q.text for r, q in asked if r != t and isinstance(q, QuestionGenerated)}
-    out: dict[tuple[str, str], int] = {}
-    for e in store.read(run, types=(FailureRecorded,), texts=True):
+    out: dict[tuple[str, str, str], int] = {}
+    for e in Withdrawn.of(store, run).standing(store.read(run, types=(FailureRecorded,), texts=True)):
         f = e.event
         if e.round != t and isinstance(f, FailureRecorded) and f.question_id in texts:
             place = f.failure_id.removeprefix(f"{f.question_id}-")
