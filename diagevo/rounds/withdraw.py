@@ -109,10 +109,12 @@ def rekeyed(store: EventReader, run: str, events: Sequence[EventIn]) -> list[Eve
     withdrawn = Withdrawn.of(store, run)
     if not withdrawn.ranges:
         return list(events)
+    most = sum(map(len, withdrawn.ranges.values()))  # each withdrawal frees an id at most once
+    tries = {ev.event_id: [ev.event_id, *(f"{ev.event_id}~{k}" for k in range(1, most + 1))] for ev in events}
+    every = [i for ids in tries.values() for i in ids]
+    held: dict[str, StoredEvent] = {e.event_id: e for e in store.read(run, keys={"event_id": every})}
     out = []
     for ev in events:
-        tries = [ev.event_id, *(f"{ev.event_id}~{k}" for k in range(1, 1 + sum(map(len, withdrawn.ranges.values()))))]
-        held: dict[str, StoredEvent] = {e.event_id: e for e in store.read(run, keys={"event_id": tries})}
-        free = next(i for i in tries if i not in held or not withdrawn.holds(held[i]))
+        free = next(i for i in tries[ev.event_id] if i not in held or not withdrawn.holds(held[i]))
         out.append(ev if free == ev.event_id else ev.model_copy(update={"event_id": free}))
     return out
