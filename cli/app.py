@@ -185,6 +185,10 @@ ROUND_COMMANDS: dict[str, Lazy] = {
         "diagevo.cli.rounds:promote",
         "Decide the round's promotions (Eq. 5-6) against M_{t-1}, once (after its questions are recorded).",
     ),
+    "withdraw": Lazy(
+        "diagevo.cli.rounds:withdraw",
+        "Take back a batch of recorded questions or failures before the commit, as if never recorded.",
+    ),
     "commit": Lazy("diagevo.cli.rounds:commit", "Commit the round: M_t is the memory here."),
 }
 

@@ -60,7 +60,11 @@ def record(
         emit_json(scored.to_dict())
         return
     kept, new, old = scored.retained, scored.new, len(scored) - scored.new
-    title = f"run {rnd.run}, round {rnd.t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored)"
+    batch = f", batch {scored.batch}" if scored.batch else ""
+    title = (
+        f"run {rnd.run}, round {rnd.t}: {len(kept)}/{len(scored)} retained; recorded {new} ({old} already stored"
+        f"{batch})"
+    )
     table = Table("question_id", "mode", "p1", "p2", "pseudo-label", title=text(title), title_justify="left")
     for s in kept:
         table.add_row(text(s.question_id), s.mode, f"{s.p1:.3f}", f"{s.p2:.3f}", text(s.pseudo_label or ""))

@@ -1,4 +1,4 @@
-"""``diagevo round {start,requests,promote,commit}``: the round protocol for any trainer.
+"""``diagevo round {start,requests,promote,withdraw,commit}``: the round protocol for any trainer.
 
 Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go through
 ``diagevo diagnose``. Every command takes ``--run``, ``--db`` and ``--json``. ``record``, which
@@ -22,6 +22,7 @@ from diagevo.cli.safe import text
 from diagevo.errors import DiagevoError
 from diagevo.rounds.protocol import unknown_run
 from diagevo.text.parsing import decimal_number
+from diagevo.text.words import plural
 from diagevo.train.config import load_config
 from diagevo.views.memory import resolve_run
 
@@ -142,6 +143,31 @@ def promote(
     console.print(text(f"run {r}, round {t}: {len(promoted)} promoted"))
     for p in promoted:
         console.print(text(f"  {p.cause_id}  acc={p.acc:.3f}  n={p.n_candidates}"))
+
+
+def withdraw(
+    batch: Annotated[
+        str,
+        typer.Option(
+            "--batch",
+            help="FIRST-LAST: the seqs of the batch to take back (round record and diagnose print them; "
+            "memory events shows every seq).",
+        ),
+    ],
+    run: RunOpt = None,
+    db: DbOpt = None,
+    open_round: RoundOpt = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why, kept with the withdrawal.")] = "",
+    json: JsonOpt = False,
+) -> None:
+    with picked(db, run, open_round) as rnd:
+        ev = rnd.withdraw(batch, reason=reason)
+    r, t = rnd.run, rnd.t
+    if json:
+        emit_json({"run": r, "round": t, **ev.stored_data()})
+        return
+    what = plural(len(ev.questions), "question") if ev.questions else plural(len(ev.failures), "failure")
+    console.print(text(f"run {r}, round {t}: batch {ev.first_seq}-{ev.last_seq} withdrawn ({what})"))
 
 
 def commit(

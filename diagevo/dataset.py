@@ -44,6 +44,7 @@ from diagevo.text.calls import validated
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import did_you_mean
 from diagevo.views.memory import commit_memories, committed_rounds
+from diagevo.views.withdrawn import Withdrawn
 
 if TYPE_CHECKING:
     import polars as pl
@@ -110,7 +111,7 @@ def failures(store: EventReader, run: str, upto: int) -> pl.DataFrame:
     """One row per recorded failure of rounds 1..``upto``, with its diagnosis and attribution."""
     types = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed, CauseCreated)
     rows: dict[str, dict[str, Any]] = {}
-    for e in store.rows(run, types=types, texts=True):
+    for e in Withdrawn.of(store, run).standing(store.rows(run, types=types, texts=True)):  # withdrawn: never recorded
         if not 1 <= e.round <= upto:
             continue
         match e.event:

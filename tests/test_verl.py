@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -57,11 +58,11 @@ def recorded_round(store: diagevo.Recorder, *, promote: bool = True) -> diagevo.
     return rnd
 
 
-def retained(store: diagevo.Recorder) -> dict[str, tuple[str, str]]:
-    """question id -> (text, pseudo-label) of the round's retained questions, from the log."""
+def retained(store: diagevo.Recorder, t: int = 1) -> dict[str, tuple[str, str]]:
+    """question id -> (text, pseudo-label) of round ``t``'s retained questions, from the log."""
     from diagevo.rounds import logged_questions
 
-    return {q.question_id: (q.text, q.pseudo_label) for q in logged_questions(store, RUN, t=1, retained=True)}
+    return {q.question_id: (q.text, q.pseudo_label) for q in logged_questions(store, RUN, t=t, retained=True)}
 
 
 def test_the_verl_extra_forces_no_torch_and_pins_nothing() -> None:
@@ -93,7 +94,15 @@ def test_the_export_is_the_round_in_verls_layout(store: diagevo.Recorder, tmp_pa
     for i, r in enumerate(solver):
         text, label = retained(store)[r["extra_info"]["question_id"]]
         assert r["prompt"] == solver_messages(text) and r["reward_model"] == {"style": "rule", "ground_truth": label}
-        assert r["extra_info"] == {"run": RUN, "round": 1, "question_id": r["extra_info"]["question_id"], "index": i}
+        tag = json.loads((tmp_path / "r1" / "verl.json").read_text())["exports"]["solver.parquet"]
+        assert r["extra_info"] == {
+            "run": RUN,
+            "round": 1,
+            "question_id": r["extra_info"]["question_id"],
+            "index": i,
+            "export": tag,
+        }
+        assert tag.startswith("r1-") and len(tag) == 15
         assert r["data_source"] == "diagevo/solver" and r["ability"] == "math"
     challenger = pq.read_table(tmp_path / "r1" / "challenger.parquet").to_pylist()
     reqs = rnd.requests(6, purpose="challenger")
@@ -172,16 +181,18 @@ def test_without_pyarrow_the_export_says_what_to_install(
 
 def test_compute_score_is_the_solver_reward_against_the_pseudo_label() -> None:
     info = {"question_id": "q1-00002", "run": RUN}
-    assert compute_score("diagevo/solver", "so \\boxed{\\frac{1}{2}}", "0.5", info) == {
+    assert compute_score("diagevo/solver", "so \\boxed{\\frac{1}{2}}", "0.5", {**info, "export": "r1-x"}) == {
         "score": 1.0,
         "acc": 1.0,
         "question_id": "q1-00002",
+        "export": "r1-x",
     }
     assert compute_score("diagevo/solver", "so \\boxed{3}", "0.5", info)["score"] == -1.0
     assert compute_score("diagevo/solver", "no answer at all", "0.5", None) == {
         "score": -1.0,
         "acc": 0.0,
         "question_id": "",
+        "export": "",
     }
 
 
@@ -364,15 +375,20 @@ def write_dump(folder: Path, step: int, lines: list[dict[str, Any]]) -> None:
             f.write(json.dumps({**x, "step": step, "uid": f"u{i}_0_{i}"}, ensure_ascii=False) + "\n")
 
 
-def dump_lines(store: diagevo.Recorder, *, with_ids: bool = False) -> list[dict[str, Any]]:
-    """A right and a wrong response to each retained question (the v1 trainer's lines; the legacy
-    trainer's carry the question id compute_score returned)."""
+def dump_lines(
+    store: diagevo.Recorder, *, with_ids: Path | None = None, t: int = 1, wrong: str = "it is "
+) -> list[dict[str, Any]]:
+    """A right and a wrong response to each retained question of round ``t`` (the v1 trainer's
+    lines; with ``with_ids``, the folder of the export trained on, the legacy trainer's, which
+    carry the question id and the export tag compute_score returned)."""
     out = []
-    for qid, (text, label) in retained(store).items():
-        for response in (f"\\boxed{{{label}}}", f"it is \\boxed{{{label}0}}"):
-            scored = compute_score("diagevo/solver", response, label, {"question_id": qid})
+    tag = json.loads((with_ids / "verl.json").read_text())["exports"]["solver.parquet"] if with_ids else ""
+    for qid, (text, label) in retained(store, t).items():
+        for response in (f"\\boxed{{{label}}}", f"{wrong}\\boxed{{{label}0}}"):
+            scored = compute_score("diagevo/solver", response, label, {"question_id": qid, "export": tag})
             line = {"input": chat_text(text), "output": response, "gts": label, "score": scored["score"]}
-            out.append({**line, **({"question_id": qid, "acc": scored["acc"]} if with_ids else {})})
+            extras = {"question_id": qid, "acc": scored["acc"], "export": scored["export"]}
+            out.append({**line, **(extras if with_ids else {})})
     return out
 
 
@@ -381,7 +397,7 @@ def test_a_dump_gives_the_wrong_responses_once(store: diagevo.Recorder, tmp_path
     export_round(store, RUN, tmp_path)  # the manifest the dump is read beside
     dump = tmp_path / "rollouts"
     write_dump(dump, 1, dump_lines(store))
-    write_dump(dump, 2, dump_lines(store, with_ids=True))
+    write_dump(dump, 2, dump_lines(store, with_ids=tmp_path))
     (dump / "notes.txt").write_text("not a step\n")
     failures = rollout_failures(store, RUN, dump)
     want = [(qid, f"it is \\boxed{{{label}0}}") for qid, (_t, label) in retained(store).items()]
@@ -407,7 +423,8 @@ def test_a_dump_of_another_round_or_reward_is_refused_by_line(store: diagevo.Rec
     write_dump(other, 3, [{**lines[1], "gts": "77"}])
     with pytest.raises(BadInput, match="ground truth '77' is not the pseudo-label"):
         rollout_failures(store, RUN, other)
-    write_dump(other, 3, [{**lines[1], "question_id": "q9-00000"}])
+    tag = json.loads((tmp_path / "verl.json").read_text())["exports"]["solver.parquet"]
+    write_dump(other, 3, [{**lines[1], "question_id": "q9-00000", "export": tag}])
     with pytest.raises(BadInput, match="'q9-00000' is not a retained question"):
         rollout_failures(store, RUN, other)
     write_dump(other, 3, [{"input": "x", "output": "y", "gts": None, "step": 3}])
@@ -417,6 +434,64 @@ def test_a_dump_of_another_round_or_reward_is_refused_by_line(store: diagevo.Rec
         rollout_failures(store, RUN, tmp_path)
     with pytest.raises(NotFound, match="no directory"):
         rollout_failures(store, RUN, tmp_path / "missing")
+
+
+def same_questions_in_round_2(store: diagevo.Recorder) -> diagevo.Round:
+    """Round 2 of ``v`` (round 1 committed), retaining round 1's texts with round 1's labels under its own ids."""
+    rnd = diagevo.Round.open(store, RUN)
+    reqs = rnd.requests(len(QUESTIONS))
+    rnd.record(
+        [
+            diagevo.Candidate(q.question_id, q.mode, text, responses=(f"\\boxed{{{label}}}",) * 3 + ("\\boxed{1}",))
+            for q, (text, label) in zip(reqs, QUESTIONS.items(), strict=True)
+        ]
+    )
+    return rnd
+
+
+def test_round_1s_dump_copied_into_round_2_is_refused_and_round_2s_own_records(
+    store: diagevo.Recorder, tmp_path: Path
+) -> None:
+    """Round 2 retains round 1's texts with round 1's labels, and round 1's dump is copied into
+    round 2's rollout folder (beside round 2's manifest): the v1 trainer's lines, which carry no
+    reward extra, are refused as round 1's failures (same question, place and response); the
+    legacy trainer's by the export tag compute_score returned. Round 2's own dump records."""
+    first = recorded_round(store)
+    export_round(store, RUN, tmp_path / "r1")
+    write_dump(tmp_path / "r1" / "rollouts", 1, dump_lines(store))
+    write_dump(tmp_path / "r1" / "rollouts", 2, dump_lines(store, with_ids=tmp_path / "r1"))
+    assert first.record_failures(rollout_failures(store, RUN, tmp_path / "r1" / "rollouts")) == 6
+    first.commit({}, allow_undiagnosed=True)
+    second = same_questions_in_round_2(store)
+    second.promote()
+    export_round(store, RUN, tmp_path / "r2")
+    copied = tmp_path / "r2" / "rollouts"
+    copied.mkdir()
+    (copied / "1.jsonl").write_bytes((tmp_path / "r1" / "rollouts" / "1.jsonl").read_bytes())
+    with pytest.raises(BadInput, match=r"1\.jsonl line 2 belongs to round 1: its question and response are a failure"):
+        rollout_failures(store, RUN, copied)
+    (copied / "1.jsonl").unlink()
+    (copied / "2.jsonl").write_bytes((tmp_path / "r1" / "rollouts" / "2.jsonl").read_bytes())
+    with pytest.raises(
+        BadInput, match=r"2\.jsonl line 1 belongs to round 1's export \(tag 'r1-[0-9a-f]{12}'\), not round 2"
+    ):
+        rollout_failures(store, RUN, copied)
+    write_dump(copied, 1, dump_lines(store, t=2, wrong="so "))
+    write_dump(copied, 2, dump_lines(store, t=2, wrong="now ", with_ids=tmp_path / "r2"))
+    own = rollout_failures(store, RUN, copied)
+    assert [f.question_id for f in own] == list(retained(store, 2)) * 2
+    assert second.record_failures(own) == 6
+
+
+def test_a_legacy_line_without_an_export_tag_is_refused(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """A line with the reward's extras and no export tag was trained on an export by an older
+    diagevo: it cannot be told from another round's, and is refused in one line."""
+    recorded_round(store)
+    export_round(store, RUN, tmp_path)
+    lines = [{k: v for k, v in x.items() if k != "export"} for x in dump_lines(store, with_ids=tmp_path)]
+    write_dump(tmp_path / "rollouts", 1, lines)
+    with pytest.raises(BadInput, match=r"1\.jsonl line 1 carries no export tag: trained on an export by an older"):
+        rollout_failures(store, RUN, tmp_path / "rollouts")
 
 
 def test_the_cap_of_failures_per_question_holds(store: diagevo.Recorder, tmp_path: Path) -> None:
@@ -561,6 +636,29 @@ def test_a_construction_generation_of_another_n_is_refused(
     code, _, err = run_cli(capsys, "round", "record", "--from-verl", str(four), "--run", RUN, "--db", db)
     assert code == 0, err
     assert len(rnd.questions()) == 5
+
+
+def test_a_generation_of_another_export_is_refused(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """construct.parquet exported again with other questions: a generation of the first one,
+    beside the manifest that names the second, is refused naming the tag; a row with no tag too."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    diagevo.Round.open(store, RUN)
+    out = tmp_path / "r1"
+    export_round(store, RUN, out)
+    for k in (1, 2):
+        block = [f"<question>{k}?</question>"]
+        asked = generated(out / "curriculum.parquet", tmp_path / f"q{k}.parquet", lambda r, b=block: b)
+        export_round(store, RUN, out, questions=asked)
+        if k == 1:
+            old = generated(out / "construct.parquet", out / "old.parquet", lambda row: ["\\boxed{1}"] * 4)
+    with pytest.raises(BadInput, match=r"old\.parquet row 1 belongs to round 1's export of construct\.parquet \(tag"):
+        generated_candidates(old, RUN, 1)
+    table = pq.read_table(old).to_pylist()
+    for row in table:
+        del row["extra_info"]["export"]
+    pq.write_table(pa.Table.from_pylist(table), out / "untagged.parquet")
+    with pytest.raises(BadInput, match="row 1: its extra_info has no export tag: a generation of construct.parquet"):
+        generated_candidates(out / "untagged.parquet", RUN, 1)
 
 
 def test_verls_generation_of_another_round_or_shape_is_refused(store: diagevo.Recorder, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from diagevo.catalog.event import (
 )
 from diagevo.catalog.events import (
     EVENT_CLASSES,
+    BatchWithdrawn,
     CauseCreated,
     CausePromoted,
     CauseReactivated,

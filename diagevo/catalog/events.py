@@ -557,6 +557,35 @@ class CheckpointPruned(Event):
     bytes: int = 0
 
 
+class BatchWithdrawn(Event):
+    """A batch of the open round's recorded questions or failures taken back before the commit
+    (``diagevo round withdraw``): the events appended from ``first_seq`` to ``last_seq``, whose
+    question or failure ids it names. Every reader of the round's questions and failures (the
+    promotions, the diagnosis, the commit's counts, the export, the counting rules) reads the
+    round from here on as if the batch had never been recorded, so a wrong file recorded costs a
+    command, not a fork; the ids may be recorded again. ``counts``: the per-round statistics'
+    columns the batch had added (``questions``, ``retained``, ``failures``), taken off the round's."""
+
+    name = "batch.withdrawn"
+    kind = Kind.EVIDENCE
+    phrases = ("reason",)
+
+    first_seq: int = Field(ge=1, strict=True)
+    last_seq: int = Field(ge=1, strict=True)
+    questions: list[str] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    reason: str = ""
+
+    @model_validator(mode="after")
+    def _one_batch(self) -> Self:
+        if self.last_seq < self.first_seq:
+            raise ValueError(f"last_seq {self.last_seq} is before first_seq {self.first_seq}")
+        if bool(self.questions) == bool(self.failures):
+            raise ValueError("a withdrawn batch names its questions or its failures (one of the two)")
+        return self
+
+
 EVENT_CLASSES: tuple[type[Event], ...] = (
     RunStarted,
     RunConfigured,
@@ -585,6 +614,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     MetricsRecorded,
     TrainStep,
     CheckpointPruned,
+    BatchWithdrawn,
 )
 """Every event type, in the catalog's order."""
 

@@ -46,6 +46,7 @@ from diagevo.text.parsing import quoted
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
 from diagevo.views.typed import of_type
+from diagevo.views.withdrawn import Withdrawn
 
 
 async def diagnose_round(
@@ -171,7 +172,8 @@ def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisConfig) -> None:
 def failure_inputs(store: EventReader, run: str, t: int) -> list[Failure]:
     """The failures recorded in round ``t``, with their questions' fields, as the diagnosis reads them."""
     questions = {q.question_id: q for q in logged_questions(store, run, t=t)}
-    recorded = of_type(FailureRecorded, store.rows(run, types=(FailureRecorded,), in_round=t, texts=True))
+    rows = store.rows(run, types=(FailureRecorded,), in_round=t, texts=True)
+    recorded = of_type(FailureRecorded, Withdrawn.of(store, run, t).standing(rows))  # withdrawn: never recorded
     out = []
     for f in sorted(recorded, key=lambda f: f.failure_id):
         q = questions[f.question_id]

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from diagevo.catalog import (
     CATALOG,
+    BatchWithdrawn,
     CauseCreated,
     CausePromoted,
     CauseReactivated,
@@ -346,7 +347,38 @@ def _counted(t: Tally, rnd: int, ev: FailureAttributed | CauseCreated, mem: Caus
         t.counted.setdefault(fid, (type(ev), rnd))
 
 
+def _withdrawn(t: Tally, rnd: int, ev: BatchWithdrawn, mem: Causes | None) -> Broken:
+    """A batch taken back: its questions and failures are the round's no more (and may be
+    recorded again). Only before the commit; questions only before the round's promotions are
+    decided (Eq. 5-6 read them), failures only while undiagnosed (the memory may follow)."""
+    try:
+        if rnd in t.committed:
+            return "round committed once", f"batch {ev.first_seq}-{ev.last_seq} withdrawn after round {rnd}'s commit"
+        if ev.questions and rnd in t.decided:
+            return "questions withdrawn before the promotions", (
+                f"batch {ev.first_seq}-{ev.last_seq} withdraws questions after round {rnd}'s promotions are decided"
+            )
+        judged = next((fid for fid in ev.failures if fid in t.diagnosed), None)
+        if judged is not None:
+            return (
+                "failures withdrawn undiagnosed",
+                f"batch {ev.first_seq}-{ev.last_seq} withdraws {judged!r}, diagnosed",
+            )
+        return None
+    finally:
+        for qid in ev.questions:
+            for held in (t.generated, t.scored, t.kept):
+                if held.get(qid) == rnd:
+                    del held[qid]
+            t.targets.get(rnd, {}).pop(qid, None)
+            t.votes.get(rnd, {}).pop(qid, None)
+        for fid in ev.failures:
+            if t.recorded.get(fid) == rnd:
+                del t.recorded[fid]
+
+
 RULES: dict[type[Event], Rule] = {
+    BatchWithdrawn: _withdrawn,
     QuestionGenerated: _generated,
     QuestionScored: _scored,
     FailureRecorded: _recorded,

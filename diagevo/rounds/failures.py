@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pydantic import ValidationError
 
 from diagevo.catalog import (
+    BatchWithdrawn,
     CauseCreated,
     DiagnosisFailed,
     Event,
@@ -17,9 +18,11 @@ from diagevo.catalog import (
     InvalidEvent,
 )
 from diagevo.catalog.failure import Failure
+from diagevo.log import EventRow
 from diagevo.rounds.protocol import ProtocolError
 from diagevo.text.formats import Refusal
 from diagevo.views.typed import Typed, of_type
+from diagevo.views.withdrawn import Withdrawn
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
 """What ``failure.recorded`` stores of a failure (:meth:`Failure.recorded`). The other fields of a
@@ -56,15 +59,17 @@ def failure_event(f: Failure | Mapping[str, object]) -> FailureRecorded:
 
 FAILURE_TYPES = (FailureRecorded, FailureDiagnosed, DiagnosisFailed)
 DIAGNOSES: tuple[type[FailureDiagnosed | DiagnosisFailed], ...] = (FailureDiagnosed, DiagnosisFailed)
-DIAGNOSIS_STATE_TYPES = (*FAILURE_TYPES, FailureAttributed, CauseCreated)
+DIAGNOSIS_STATE_TYPES = (*FAILURE_TYPES, FailureAttributed, CauseCreated, BatchWithdrawn)
 """What :func:`diagnosis_state` reads of a round."""
 
 
-def diagnosis_state(rows: Sequence[Typed]) -> tuple[list[str], list[str], int]:
+def diagnosis_state(rows: Sequence[EventRow]) -> tuple[list[str], list[str], int]:
     """Where a round's failures stand, from its ``rows``: those recorded with no diagnosis
     (sorted), those whose diagnosis failed with nothing decided since (:func:`failed_diagnoses`),
     and how many failures it has (recorded or diagnosed). One reading for the commit, which
-    refuses while either stops it, and for ``next_step``, which then says ``"diagnose"``."""
+    refuses while either stops it, and for ``next_step``, which then says ``"diagnose"``. A
+    failure a withdrawal took back is not the round's."""
+    rows = list(Withdrawn.from_rows(rows).standing(rows))
     recorded = {f.failure_id for f in of_type(FailureRecorded, rows)}
     diagnosed = {e.failure_id for e in of_type(DIAGNOSES, rows) if e.failure_id}
     return sorted(recorded - diagnosed), failed_diagnoses(rows), len(recorded | diagnosed)

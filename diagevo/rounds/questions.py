@@ -18,6 +18,7 @@ from diagevo.memory.sampler import GenerationRequest
 from diagevo.results import Json
 from diagevo.rounds.protocol import ProtocolError
 from diagevo.text.formats import CandidateLine, Refusal
+from diagevo.views.withdrawn import Withdrawn
 
 if TYPE_CHECKING:
     from diagevo.log import EventReader
@@ -171,7 +172,8 @@ def logged_questions(
     asked: dict[str, tuple[int, QuestionGenerated]] = {}
     votes: dict[str, QuestionScored] = {}
     keys = None if ids is None else {"question_id": ids}
-    for e in store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, keys=keys, texts=True):
+    rows = store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, keys=keys, texts=True)
+    for e in Withdrawn.of(store, run, t).standing(rows):  # a batch withdrawn was never recorded
         if upto is not None and not 1 <= e.round <= upto:
             continue
         match e.event:
@@ -188,12 +190,21 @@ def logged_questions(
 
 class Recorded(list[Scored]):
     """What :meth:`Round.record` returns: every candidate of round ``t`` of ``run`` scored, in
-    order, and the question ids the round held already (a retry stores nothing for those)."""
+    order, the question ids the round held already (a retry stores nothing for those), and the
+    batch this call appended (``FIRST-LAST``, what ``Round.withdraw`` takes back; None: nothing new)."""
 
-    def __init__(self, run: str, t: int, scored: Iterable[Scored] = (), stored_before: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        run: str,
+        t: int,
+        scored: Iterable[Scored] = (),
+        stored_before: Collection[str] = (),
+        batch: str | None = None,
+    ) -> None:
         super().__init__(scored)
         self.run, self.t = run, t
         self.stored_before = frozenset(stored_before)
+        self.batch = batch
 
     @property
     def new(self) -> int:
@@ -209,12 +220,13 @@ class Recorded(list[Scored]):
         """``round record --json``: ``questions``, every question with its ``retained`` flag;
         ``retained``, the retained ones only (as it was before ``questions``, for callers that
         read it); ``recorded``, how many this call stored; ``already_stored``, how many the round
-        held already (a retry)."""
+        held already (a retry); ``batch``, the seqs it appended (``round withdraw --batch``)."""
         return {
             "run": self.run,
             "round": self.t,
             "recorded": self.new,
             "already_stored": len(self) - self.new,
+            "batch": self.batch,
             "questions": [s.to_json() for s in self],
             "retained": [s.to_json() for s in self.retained],
         }

@@ -30,6 +30,7 @@ from diagevo.rounds.protocol import ProtocolError
 from diagevo.schemas import EventIn
 from diagevo.text.parsing import quoted
 from diagevo.views.counts import stored_tally
+from diagevo.views.withdrawn import Withdrawn
 
 
 def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[EventIn]) -> None:
@@ -71,7 +72,8 @@ def refuse_reused_failures(store: EventReader, run: str, t: int, given: Mapping[
     if not given:
         return
     elsewhere: dict[str, tuple[str, int]] = {}  # failure -> what another round did with it (diagnosed first)
-    for e in store.read(run, types=FAILURE_TYPES, keys={"failure_id": list(given)}, texts=True):
+    held = store.read(run, types=FAILURE_TYPES, keys={"failure_id": list(given)}, texts=True)
+    for e in Withdrawn.of(store, run).standing(held):  # a failure withdrawn was never recorded
         event = e.event
         fid = getattr(event, "failure_id", None)
         if not isinstance(fid, str) or fid not in given:

@@ -11,6 +11,7 @@ from diagevo.catalog import (
     FOLDED,
     MEMORY_TYPES,
     MILESTONES,
+    BatchWithdrawn,
     CausePromoted,
     CheckpointWritten,
     EvalRecorded,
@@ -56,6 +57,7 @@ from diagevo.rounds.state import (
     seeded,
     state_from_rows,
 )
+from diagevo.rounds.withdraw import Batch, batch_of, rekeyed, standing, withdrawal
 from diagevo.schemas import EventIn, InvalidEvent
 from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
@@ -91,6 +93,9 @@ class Round:
         self._head: Memory | None = None
         self.reopened = False
         """True when :meth:`open` found the round open already (its steps so far stand)."""
+        self.last_batch: str | None = None
+        """The batch (``FIRST-LAST``) the last :meth:`record_failures` of this object appended,
+        None where it appended nothing: what :meth:`withdraw` takes back."""
 
     @classmethod
     @validated  # a run given as bytes or a number is BadInput naming it
@@ -228,10 +233,11 @@ class Round:
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, "record questions")
-            refuse_other_content(self.store, run, t, [*generated, *scores])
-            refuse_counted_twice(self.store, run, [*generated, *scores], memory)  # a question id is one question
+            events = rekeyed(self.store, run, [*generated, *scores])  # ids a withdrawal freed take the next
+            refuse_other_content(self.store, run, t, events)
+            refuse_counted_twice(self.store, run, events, memory)  # a question id is one question
             stored.clear()  # read under the append lock: what this append skips
-            stored.update(q.question_id for q in of_type(QuestionGenerated, read((QuestionGenerated,), t=t)))
+            stored.update(q.question_id for q in of_type(QuestionGenerated, standing(read, QuestionGenerated, t)))
             if t in st.promoted and not seen <= stored:  # a retry of questions recorded stores nothing
                 new = sorted(seen - stored)[0]
                 raise OutOfOrder(
@@ -239,10 +245,10 @@ class Round:
                     f"decided (the evidence is closed); commit round {t} first, then open round {t + 1}",
                     self._call("commit"),
                 )
-            return generated + scores
+            return events
 
-        append_decision(self.store, run, decide)
-        return Recorded(run, t, scored, stored & seen)
+        done = append_decision(self.store, run, decide)
+        return Recorded(run, t, scored, stored & seen, batch_of(done))
 
     def questions(self) -> Recorded:
         """The questions the round holds, scored as :meth:`record` returned them, in the order
@@ -265,7 +271,7 @@ class Round:
             require_open(st, t, "decide promotions")
             if t in st.promoted:
                 raise OutOfOrder(f"promotions of round {t} in run {run!r} are decided already")
-            evidence = promotion_evidence(read((QuestionGenerated, QuestionScored), t=t))
+            evidence = promotion_evidence(standing(read, (QuestionGenerated, QuestionScored), t))
             if not evidence and not allow_empty:
                 raise OutOfOrder(
                     f"cannot decide the promotions of round {t} in run {run!r}: {NO_QUESTION}",
@@ -315,14 +321,41 @@ class Round:
                     self._call("promote"),
                 )
             refuse_reused_failures(self.store, run, t, given)
-            retained = {v.question_id for v in of_type(QuestionScored, read((QuestionScored,), t=t)) if v.retained}
-            missing = sorted(set(wanted) - retained)
+            scored = of_type(QuestionScored, standing(read, QuestionScored, t))
+            missing = sorted(set(wanted) - {v.question_id for v in scored if v.retained})
             if missing:
                 q = missing[0]
                 raise ProtocolError(f"failure {wanted[q]!r}: question {q!r} is not a retained question of round {t}")
-            return events
+            return rekeyed(self.store, run, events)
 
-        return append_decision(self.store, run, decide).appended
+        done = append_decision(self.store, run, decide)
+        self.last_batch = batch_of(done)
+        return done.appended
+
+    def withdraw(self, batch: str | Batch, *, reason: str = "") -> BatchWithdrawn:
+        """Take back a batch of the round's recorded questions or failures before the commit
+        (``batch``: ``FIRST-LAST``, the seqs of its first and last event, as :meth:`record`
+        returns it in :attr:`Recorded.batch` and :attr:`last_batch` says of
+        :meth:`record_failures`): appends ``batch.withdrawn``, decided at the log's head under
+        the append lock, and the round reads from here on as if the batch had never been
+        recorded (its promotions, diagnosis and commit counts; the same ids may be recorded
+        again). Refused, each in one line: after the commit, a batch that is not the round's
+        recorded questions or failures, one withdrawn already, questions once the promotions are
+        decided, failures one of which is diagnosed (:mod:`diagevo.rounds.withdraw`)."""
+        run, t = self.run, self.t
+        chosen = batch if isinstance(batch, Batch) else Batch.parse(batch)
+        if not isinstance(reason, str):
+            raise ProtocolError(f"reason must be a string, not {type(reason).__name__}")
+        made: list[BatchWithdrawn] = []
+
+        def decide(read: Reader) -> list[EventIn]:
+            st = state_from_rows(run, read(MILESTONES))
+            require_open(st, t, f"withdraw batch {chosen}")
+            made[:] = [withdrawal(self.store, run, t, st, chosen, reason)]
+            return [self.event(f"withdraw/{chosen}", made[0])]
+
+        append_decision(self.store, run, decide)
+        return made[0]
 
     def memory(self) -> Memory:
         """The memory now: M_{t-1} and what the round has appended so far. The memory this call

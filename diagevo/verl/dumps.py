@@ -31,10 +31,11 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diagevo.catalog import failure_id
+from diagevo.catalog import FailureRecorded, QuestionGenerated, failure_id
 from diagevo.catalog.failure import Failure
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_rewards
@@ -43,6 +44,7 @@ from diagevo.log import EventReader
 from diagevo.rounds import LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
 from diagevo.text.parsing import error_line, file_lines, loads_object, quoted
+from diagevo.views.withdrawn import Withdrawn
 
 MANIFEST = "verl.json"
 """The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
@@ -89,6 +91,37 @@ class QuestionFinder:
         return []
 
 
+def export_tag(run: str, t: int, name: str, rows: list[dict[str, Any]]) -> str:
+    """The tag of one exported file (``r{t}-`` and 12 hex digits of a digest of the run, the
+    round, the file's name and its rows), written into each row's ``extra_info`` (``export``)
+    and into the manifest (``exports``): what ties verl's output back to this export, where
+    verl carries ``extra_info`` (its generation's rows) or what :func:`~diagevo.verl.compute_score`
+    returns (the legacy trainer's dump). The same rows give the same tag, so exporting a round
+    again leaves a file's tag as it was; its round is in the tag, so a refusal can name it."""
+    digest = hashlib.sha256(json.dumps([run, t, name, rows], ensure_ascii=False, sort_keys=True).encode())
+    return f"r{t}-{digest.hexdigest()[:12]}"
+
+
+def tag_round(tag: str) -> str:
+    """The round an export tag names (``r3-...`` -> ``3``), or ``?`` for a tag of no export."""
+    head = tag.partition("-")[0]
+    return head[1:] if head.startswith("r") and head[1:].isdigit() else "?"
+
+
+def manifest_tag(manifest: Mapping[str, Any], path: Path, name: str) -> str:
+    """The tag the manifest at ``path`` holds for the file ``name``; a manifest of an older
+    export (no ``exports``) or one without that file is refused in one line: the lines read
+    against it could not be told from another export's."""
+    tags = manifest.get("exports")
+    tag = tags.get(name) if isinstance(tags, dict) else None
+    if not isinstance(tag, str):
+        raise BadInput(
+            f"{path} names no export tag for {name}: written by an older diagevo export verl (or {name} was not "
+            "exported); export the round again and train on that export"
+        )
+    return tag
+
+
 def questions_digest(questions: Iterable[LoggedQuestion]) -> str:
     """A digest of a round's retained questions (ids, texts, pseudo-labels), whatever their order."""
     rows = sorted((q.question_id, q.text, q.pseudo_label) for q in questions)
@@ -117,9 +150,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def check_manifest(dump: Path, run: str, t: int, questions: Iterable[LoggedQuestion]) -> None:
+def check_manifest(dump: Path, run: str, t: int, questions: Iterable[LoggedQuestion]) -> tuple[Path, dict[str, Any]]:
     """Refuse, in one line, a dump that was not trained on this export of round ``t`` of ``run``:
-    the manifest beside it names another run or round, or other retained questions."""
+    the manifest beside it names another run or round, or other retained questions. Returns the
+    manifest's path and the manifest."""
 
     found = [p for p in (dump / MANIFEST, dump.parent / MANIFEST) if p.is_file() and not p.is_symlink()]
     if not found:
@@ -140,6 +174,7 @@ def check_manifest(dump: Path, run: str, t: int, questions: Iterable[LoggedQuest
             f"{dump} was trained on other questions than round {t}'s retained ones ({path}): export the round "
             "again once its questions are recorded, and train on that export"
         )
+    return path, manifest
 
 
 def step_files(folder: Path) -> list[tuple[int, Path]]:
@@ -168,7 +203,7 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
     if not questions:
         raise BadInput(f"round {t} of run {run!r} has no retained question: record the round's questions first")
     steps = step_files(dump)
-    check_manifest(dump, run, t, questions.values())
+    tie = DumpTie.of(store, run, t, *check_manifest(dump, run, t, questions.values()))
     finder = QuestionFinder(questions.values())
     cap = run_config(store, run).diagnosis.max_failures_per_question
     kept: Counter[str] = Counter()
@@ -177,6 +212,7 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
         seen: Counter[str] = Counter()
         for n, _obj, line in read_lines(file_lines(path), RolloutLine, str(path)):
             where = f"{path} line {n}"
+            tie.check_tag(line, where)
             q = questions[_question_of(line, finder, questions, where)]
             [reward] = solver_rewards([line.output], q.pseudo_label)
             if (reward > 0) != (line.score > 0):
@@ -188,6 +224,7 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
                 continue
             k = seen[q.question_id]
             seen[q.question_id] += 1
+            tie.check_copy(line, q, f"s{step}-{k}", where)
             if cap is not None and kept[q.question_id] >= cap:
                 continue
             kept[q.question_id] += 1
@@ -203,6 +240,72 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
                 )
             )
     return failures
+
+
+@dataclass(frozen=True, slots=True)
+class DumpTie:
+    """What ties a dump's lines to this round's export, where the lines' own fields cannot name
+    the round: the export's tag of ``solver.parquet`` (a line of the legacy trainer carries the
+    tag :func:`~diagevo.verl.compute_score` returned), and the failures earlier rounds recorded
+    (a line of the v1 trainer carries no reward extra, only ``uid``: a line whose question text
+    and response are those of a failure another round recorded is that round's line, copied)."""
+
+    round: int
+    tag: str
+    earlier: dict[tuple[str, str, str], int]
+    """(question text, place, response) -> the round that recorded that failure (words normalised)."""
+
+    @classmethod
+    def of(cls, store: EventReader, run: str, t: int, path: Path, manifest: Mapping[str, Any]) -> DumpTie:
+        return cls(t, manifest_tag(manifest, path, "solver.parquet"), earlier_failures(store, run, t))
+
+    def check_tag(self, line: RolloutLine, where: str) -> None:
+        """Refuse, in one line naming the round it belongs to, a line that carries the tag of
+        another export, or carries reward extras and no tag (the legacy trainer's line of an
+        export by an older diagevo)."""
+        tag = (line.model_extra or {}).get("export")
+        if isinstance(tag, str) and tag:
+            if tag != self.tag:
+                raise BadInput(
+                    f"{where} belongs to round {tag_round(tag)}'s export (tag {quoted(tag, 40)}), not round "
+                    f"{self.round}'s ({self.tag}): a dump of another export's training, copied here?"
+                )
+            return
+        if tag is not None or line.question_id is not None:  # the legacy trainer's, of an export with no tag
+            raise BadInput(
+                f"{where} carries no export tag: trained on an export by an older diagevo; export the round again "
+                "and train on that export"
+            )
+
+    def check_copy(self, line: RolloutLine, q: LoggedQuestion, place: str, where: str) -> None:
+        """Refuse, in one line naming the round, a line that carries no tag (the v1 trainer's)
+        and is a failure another round recorded from its dump: the same question text, the same
+        place (step, and place among the question's failures in the step) and the same response.
+        A policy trained since answers otherwise; only a copy repeats all three."""
+        tag = (line.model_extra or {}).get("export")
+        if isinstance(tag, str) and tag:
+            return  # tied by its tag
+        other = self.earlier.get((_words(q.text), place, _words(line.output)))
+        if other is not None:
+            raise BadInput(
+                f"{where} belongs to round {other}: its question and response are a failure round {other} "
+                f"recorded, not a response of round {self.round}'s training (a dump copied from round {other}?)"
+            )
+
+
+def earlier_failures(store: EventReader, run: str, t: int) -> dict[tuple[str, str, str], int]:
+    """(question text, place, response) of each failure recorded in another round of ``run``
+    than ``t`` (its place: what its id says after the question's, ``s3-0`` for one read from a
+    dump), words normalised, and the round (the first that recorded it)."""
+    asked = ((e.round, e.event) for e in store.read(run, types=(QuestionGenerated,), texts=True))
+    texts = {q.question_id: q.text for r, q in asked if r != t and isinstance(q, QuestionGenerated)}
+    out: dict[tuple[str, str, str], int] = {}
+    for e in Withdrawn.of(store, run).standing(store.read(run, types=(FailureRecorded,), texts=True)):
+        f = e.event
+        if e.round != t and isinstance(f, FailureRecorded) and f.question_id in texts:
+            place = f.failure_id.removeprefix(f"{f.question_id}-")
+            out.setdefault((_words(texts[f.question_id]), place, _words(f.response)), e.round)
+    return out
 
 
 def _question_of(line: RolloutLine, finder: QuestionFinder, questions: Mapping[str, LoggedQuestion], where: str) -> str:

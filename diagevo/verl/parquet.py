@@ -44,7 +44,7 @@ from diagevo.log import Recorder
 from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Round, logged_questions, round_state
 from diagevo.text.parsing import loads, one_line, quoted
 from diagevo.text.words import did_you_mean
-from diagevo.verl.dumps import MANIFEST, questions_digest, read_manifest
+from diagevo.verl.dumps import MANIFEST, export_tag, manifest_tag, questions_digest, read_manifest, tag_round
 from diagevo.verl.rewards import ACTOR_CALLS, ChallengerSettings
 
 ABILITY = "math"
@@ -93,7 +93,13 @@ def _pyarrow() -> Any:
 def _schemas(pa: Any) -> dict[str, Any]:
     messages = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
     reward_model = pa.struct([("style", pa.string()), ("ground_truth", pa.string())])
-    ids = [("run", pa.string()), ("round", pa.int64()), ("question_id", pa.string()), ("index", pa.int64())]
+    ids = [
+        ("run", pa.string()),
+        ("round", pa.int64()),
+        ("question_id", pa.string()),
+        ("index", pa.int64()),
+        ("export", pa.string()),
+    ]
     request = [(name, pa.string()) for name in REQUEST_FIELDS]
     reward = [(f.name, pa.int64() if f.type == "int" else pa.float64()) for f in fields(ChallengerSettings)]
 
@@ -183,7 +189,7 @@ def export_round(
             tables["construct"], left_out = construct_rows(rnd, questions)
     folder = export_dir(out)
     folder.mkdir(parents=True, exist_ok=True)
-    written = {name: rows for name, rows in tables.items() if rows}
+    written = {name: tagged(run, t, name, rows) for name, rows in tables.items() if rows}
     for name in [*(f"{name}.parquet" for name in written), MANIFEST]:
         _refuse_foreign(folder / name, run, t)
     schemas = _schemas(pa)
@@ -200,10 +206,19 @@ def export_round(
         "run": run,
         "round": t,
         "questions": questions_digest(retained),
+        "exports": {f"{name}.parquet": rows[0]["extra_info"]["export"] for name, rows in written.items()},
         "overrides": {f.name: f.overrides for f in files},
     }
     write_replacing(folder / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     return VerlExport(run, t, str(folder), is_open, files)
+
+
+def tagged(run: str, t: int, name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with the file's export tag (:func:`~diagevo.verl.dumps.export_tag`) in each
+    row's ``extra_info``: verl's generation keeps it in its output, and ``compute_score`` returns
+    it, so the round record and the dump reader can tell this export's rows from another's."""
+    tag = export_tag(run, t, f"{name}.parquet", rows)
+    return [{**row, "extra_info": {**row["extra_info"], "export": tag}} for row in rows]
 
 
 def overrides(rnd: Round, name: str, rows: int) -> list[str]:
@@ -262,7 +277,8 @@ def generated_candidates(path: Path, run: str, t: int, *, responses: int | None 
     ``construct.parquet`` (``verl.json`` beside the file or the folder above it, of this round),
     else ``responses`` (the run's ``grpo.construction_responses``): a generation made with
     another n would be voted on and filtered with the wrong N, and is refused naming both."""
-    n, said = _construct_n(path, run, t) or (responses, "the run's grpo.construction_responses")
+    found = round_manifest(path, run, t)
+    n, said = (found and _construct_n(*found)) or (responses, "the run's grpo.construction_responses")
     out = []
     for where, info, texts in generated_rows(path, run, t, "construct.parquet"):
         if not isinstance(info.get("question"), str):
@@ -280,21 +296,28 @@ def generated_candidates(path: Path, run: str, t: int, *, responses: int | None 
     return out
 
 
-def _construct_n(path: Path, run: str, t: int) -> tuple[int, str] | None:
-    """The ``actor_rollout_ref.rollout.n`` the manifest of this round's export (beside ``path``
-    or in the folder above it) set for ``construct.parquet``, and where it was read; None where
-    no such manifest is there or it sets none."""
+def round_manifest(path: Path, run: str, t: int) -> tuple[Path, dict[str, Any]] | None:
+    """The manifest of this round's export beside ``path`` or in the folder above it (verl's
+    output is written into the export's folder, or one below it), and its path; None where
+    there is none of this run and round."""
     for manifest_path in (path.parent / MANIFEST, path.parent.parent / MANIFEST):
         if not manifest_path.is_file() or manifest_path.is_symlink():
             continue
         manifest = read_manifest(manifest_path)
-        if (manifest["run"], manifest["round"]) != (run, t):
-            continue
-        given = manifest.get("overrides", {}).get("construct.parquet", []) if isinstance(manifest, dict) else []
-        for item in given if isinstance(given, list) else []:
-            key, _, value = str(item).partition("=")
-            if key == "actor_rollout_ref.rollout.n" and value.isdigit():
-                return int(value), f"{manifest_path}'s actor_rollout_ref.rollout.n"
+        if (manifest["run"], manifest["round"]) == (run, t):
+            return manifest_path, manifest
+    return None
+
+
+def _construct_n(manifest_path: Path, manifest: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The ``actor_rollout_ref.rollout.n`` the manifest set for ``construct.parquet``, and where
+    it was read; None where it sets none."""
+    overrides = manifest.get("overrides")
+    given = overrides.get("construct.parquet", []) if isinstance(overrides, dict) else []
+    for item in given if isinstance(given, list) else []:
+        key, _, value = str(item).partition("=")
+        if key == "actor_rollout_ref.rollout.n" and value.isdigit():
+            return int(value), f"{manifest_path}'s actor_rollout_ref.rollout.n"
     return None
 
 
@@ -318,6 +341,8 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
         )
     if not rows:
         raise BadInput(f"{path} holds no rows")
+    found = round_manifest(path, run, t)
+    want = manifest_tag(found[1], found[0], source) if found else None
     for i, row in enumerate(rows, 1):
         where, info, responses = f"{path} row {i}", row["extra_info"], row["responses"]
         if not isinstance(info, dict) or not isinstance(info.get("question_id"), str):
@@ -325,9 +350,26 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
         if (info.get("run"), info.get("round")) != (run, t):
             theirs = f"round {quoted(info.get('round'))} of run {quoted(info.get('run'))}"
             raise BadInput(f"{where} is of {theirs}, not round {t} of run {quoted(run)}: another round's generation")
+        _check_tag(info.get("export"), want, where, source)
         if not isinstance(responses, list) or not all(isinstance(r, str) for r in responses):
             raise BadInput(f"{where}: responses is not a list of texts")
         yield where, info, responses
+
+
+def _check_tag(tag: object, want: str | None, where: str, source: str) -> None:
+    """Refuse a generated row of another export of ``source`` than the manifest beside it names
+    (``want``; None: no manifest of the round there, any tag of this round's export holds), or
+    of an export that wrote no tag."""
+    if not isinstance(tag, str):
+        raise BadInput(
+            f"{where}: its extra_info has no export tag: a generation of {source} exported by an older diagevo; "
+            "export the round again and generate from that export"
+        )
+    if want is not None and tag != want:
+        raise BadInput(
+            f"{where} belongs to round {tag_round(tag)}'s export of {source} (tag {quoted(tag, 40)}), not the one "
+            f"beside it ({want}): generate from the file the manifest names, or export the round into its own folder"
+        )
 
 
 def _refuse_foreign(path: Path, run: str, t: int) -> None:

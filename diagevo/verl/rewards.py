@@ -48,11 +48,20 @@ def compute_score(
     answer agrees with the round's pseudo-label (``ground_truth``: diagevo's answer check, the one
     that counted the construction responses in the label's class), else ``-1``, a failure that
     diagnosis reads back. Returns ``score``, ``acc`` (1 or 0: verl's validation reports it as the
-    accuracy against the pseudo-labels) and the ``question_id`` of ``extra_info``."""
+    accuracy against the pseudo-labels), the ``question_id`` of ``extra_info`` and its ``export``
+    tag (empty where it has none): verl's legacy trainer dumps these keys with each rollout, which
+    ties the dump's lines to the export they were trained on (``diagevo diagnose --from-verl``)."""
     _text("solution_str", solution_str)
     _text("ground_truth", ground_truth, optional=True)
     [score] = solver_rewards([solution_str], ground_truth)
-    return {"score": score, "acc": float(score > 0), "question_id": _question_id(_info("extra_info", extra_info))}
+    info = _info("extra_info", extra_info)
+    tag = info.get("export")
+    return {
+        "score": score,
+        "acc": float(score > 0),
+        "question_id": _question_id(info),
+        "export": tag if isinstance(tag, str) else "",
+    }
 
 
 REWARD_KWARGS = ("solver_url", "solver_model", "max_tokens", "timeout_s", "retries")

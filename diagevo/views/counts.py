@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from diagevo.catalog import (
     CATALOG,
+    BatchWithdrawn,
     CausePromoted,
     PromotionsDecided,
     QuestionGenerated,
@@ -36,6 +37,7 @@ def stored_tally(store: EventReader, run: str, events: Iterable[EventIn], *, rou
         ids = {i for ev in mine if isinstance(i := ev.data.get(field), str)}
         if ids:
             found.update((e.seq, e) for e in store.rows(run, keys={field: sorted(ids)}))
+            found.update((e.seq, e) for e in store.rows(run, types=(BatchWithdrawn,)))  # what they take back
     for rnd in sorted({ev.round for ev in mine}) if rounds else ():
         found.update((e.seq, e) for e in store.rows(run, types=ROUND_EVIDENCE, in_round=rnd))
     ledger = Ledger(run, folds=False)

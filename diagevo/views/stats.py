@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from diagevo.catalog import CATALOG, EvalRecorded, RoundCommitted
+from diagevo.catalog import CATALOG, BatchWithdrawn, EvalRecorded, RoundCommitted
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.schedule import schedule
@@ -122,6 +122,10 @@ class RoundStats:
         cls = CATALOG[etype]  # the event itself is built where its column depends on it, and for these two
         if cls.counted is not None and (cls.counted_if is None or getattr(row.event, cls.counted_if)):
             counts[cls.counted] += 1
+        if cls is BatchWithdrawn:  # what the batch had counted is the round's no more
+            for column, n in typed(BatchWithdrawn, row).counts.items():
+                if column in counts:
+                    counts[column] -= n
         if cls is EvalRecorded:
             said = evaluation(rnd, typed(EvalRecorded, row))
             metrics = self.metrics.setdefault(rnd, {})

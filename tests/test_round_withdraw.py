@@ -1,0 +1,101 @@
+"""A recorded batch withdrawn before the commit (``batch.withdrawn``, ``diagevo round withdraw``):
+the round reads as if it had never been recorded (its promotions, diagnosis and commit counts,
+``memory verify``), the same ids are recorded again, and each misuse is refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import diagevo
+from diagevo.diagnosis.pipeline import failure_inputs
+from diagevo.rounds import OutOfOrder, ProtocolError, commit_counts
+from diagevo.views.stats import count_rounds
+from tests.test_cli_memory import assert_one_line_error, run_cli
+
+RUN = "w"
+SIZES = ["grpo.construction_responses=4"]
+
+
+def candidates(rnd: diagevo.Round, label: str, n: int = 4) -> list[diagevo.Candidate]:
+    """``n`` questions of the round's requests, each answered ``label`` three times of four (retained)."""
+    return [
+        diagevo.Candidate(
+            q.question_id, q.mode, f"Question {i}?", responses=(f"\\boxed{{{label}}}",) * 3 + ("\\boxed{0}",)
+        )
+        for i, q in enumerate(rnd.requests(n))
+    ]
+
+
+def counts_of(store: diagevo.Recorder, run: str, wrong: bool) -> dict[str, object]:
+    """Round 1 of ``run`` committed: with ``wrong``, a wrong batch of questions recorded and
+    withdrawn, then failures of one question recorded and withdrawn, before the right ones."""
+    diagevo.start_run(store, run, diagevo.load_config(None, SIZES))
+    rnd = diagevo.Round.open(store, run)
+    if wrong:
+        bad = rnd.record(candidates(rnd, "7", n=6))  # the wrong file: other answers, two more questions
+        assert bad.batch is not None and rnd.withdraw(bad.batch, reason="wrong n").questions == [
+            c.question_id for c in candidates(rnd, "7", n=6)
+        ]
+    right = rnd.record(candidates(rnd, "5"))
+    assert right.new == 4 and right.batch is not None
+    rnd.promote()
+    qid = candidates(rnd, "5")[0].question_id
+    failure = {"failure_id": f"{qid}-s1-0", "question_id": qid, "reference": "\\boxed{5}"}
+    if wrong:
+        assert rnd.record_failures([{**failure, "response": "a stale \\boxed{3}"}]) == 1
+        assert rnd.last_batch is not None
+        rnd.withdraw(rnd.last_batch)
+    assert rnd.record_failures([{**failure, "response": "the real \\boxed{4}"}]) == 1
+    diagevo.diagnose(rnd, diagnostician="heuristic")
+    return commit_counts(rnd.commit({}))
+
+
+def test_a_withdrawn_batch_leaves_the_round_as_if_never_recorded(store: diagevo.Recorder) -> None:
+    withdrawn = counts_of(store, RUN, wrong=True)
+    only_right = counts_of(store, "plain", wrong=False)
+    assert withdrawn == only_right and withdrawn["questions"] == 4 and withdrawn["failures"] == 1
+    assert diagevo.verify_run(store, RUN) == []
+    assert count_rounds(store.rows(RUN))[1] == count_rounds(store.rows("plain"))[1]  # memory stats' columns
+
+    [f] = failure_inputs(store, RUN, 1)
+    assert f.response == "the real \\boxed{4}"
+
+
+def test_withdrawing_after_the_commit_an_unknown_batch_or_twice_is_refused(store: diagevo.Recorder) -> None:
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    rnd = diagevo.Round.open(store, RUN)
+    batch = rnd.record(candidates(rnd, "5")).batch
+    assert batch is not None
+    with pytest.raises(ProtocolError, match=r"^batch 9000-9001 of round 1 of run 'w': the run holds no event at those"):
+        rnd.withdraw("9000-9001")
+    with pytest.raises(ProtocolError, match=r"^batch 1-2 of round 1 of run 'w': seq 1 is a run.started of round 0"):
+        rnd.withdraw("1-2")
+    with pytest.raises(ProtocolError, match="is not FIRST-LAST"):
+        rnd.withdraw("last")
+    rnd.withdraw(batch)
+    with pytest.raises(OutOfOrder, match=rf"^batch {batch} of round 1 of run 'w' is withdrawn already"):
+        rnd.withdraw(batch)
+    again = rnd.record(candidates(rnd, "5"))
+    rnd.promote()
+    with pytest.raises(OutOfOrder, match="its promotions are decided"):
+        rnd.withdraw(str(again.batch))
+    rnd.commit({})
+    with pytest.raises(OutOfOrder, match="round 1"):
+        rnd.withdraw(str(again.batch))
+    assert diagevo.verify_run(store, RUN) == []
+
+
+def test_round_withdraw_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'w.db'}"
+    with diagevo.open_store(db) as store:
+        diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+        rnd = diagevo.Round.open(store, RUN)
+        batch = rnd.record(candidates(rnd, "5")).batch
+    common = ("--run", RUN, "--db", db)
+    code, out, err = run_cli(capsys, "round", "withdraw", "--batch", str(batch), *common)
+    assert code == 0, err
+    assert f"batch {batch} withdrawn" in out and "4 questions" in out
+    code, _, err = run_cli(capsys, "round", "withdraw", "--batch", str(batch), *common)
+    assert_one_line_error(code, err, f"batch {batch} of round 1 of run 'w' is withdrawn already")
