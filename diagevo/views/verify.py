@@ -15,7 +15,7 @@ from typing import Any
 from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
-from diagevo.log.recorder import EventRow
+from diagevo.log.recorder import PASSED, EventRow
 from diagevo.log.registry import stored_problem
 from diagevo.memory.counting import Audit, audit
 from diagevo.text.calls import validated
@@ -98,9 +98,10 @@ def counted(rows: Iterator[EventRow], counts: stats.RoundStats, upto: int) -> It
 
 
 def unread(problems: list[str]) -> list[str]:
-    """The problems of the rows the fold cannot read: out of shape (a row no reader can take,
-    its data past their bounds or no JSON object, is passed over by every reader, the fold too)."""
-    return [p for p in problems if any(f": {said}" in p for said in UNREAD)]
+    """The problems of the rows the fold cannot read: out of shape of its class (a row no reader
+    can take, its data past their bounds, no JSON object or out of its type's shape, is passed
+    over by every reader, the fold too)."""
+    return [p for p in problems if any(f": {said}" in p for said in UNREAD) and not p.endswith(PASSED)]
 
 
 UNREAD = ("out of shape: ",)
