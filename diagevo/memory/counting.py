@@ -48,7 +48,7 @@ from diagevo.config.base import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start, stored_event
+from diagevo.memory.fold import Draft, InvariantError, R, Row, check_first, check_shape, start, stored_event
 from diagevo.memory.state import Cause
 
 
@@ -481,10 +481,11 @@ class Ledger:
         return self._take(rnd, event, seq)
 
 
-def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
+def audit(rows: Iterable[R], run: str, *, whatif: bool = False, took: Callable[[R], None] | None = None) -> Audit:
     """Fold ``(seq, round, type, data)`` rows of one run and check each counted event against
     the rules with the memory before it: one pass. Past an event the fold refuses, the rules
-    that need no memory are still checked. ``whatif``: the run is a what-if."""
+    that need no memory are still checked. ``whatif``: the run is a what-if; ``took``: told of
+    each row the fold takes (what ``memory stats`` counts), in the same pass."""
     ledger = Ledger(run, Tally(whatif=whatif))
     found: list[CountBreak] = []
     commits: dict[int, dict[str, Any]] = {}
@@ -496,7 +497,10 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
             found.append(CountBreak(seq, *broken))
         if ledger.refused_now or not ledger.folds:
             refused_at = seq if refused_at is None else refused_at
-        elif name == RoundCommitted.name:
+            continue
+        if took is not None:
+            took(row)
+        if name == RoundCommitted.name:
             draft = ledger.draft
             assert draft is not None  # a run's first event starts it, or the fold refused it
             draft.last_seq = seq

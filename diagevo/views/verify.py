@@ -8,7 +8,6 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,14 +71,19 @@ def verdict(store: Recorder, run: str) -> Verdict:
 
 def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.RoundStats, upto: int) -> Audit | None:
     """The chain's problems (``Recorder.verify_chain``), appended to ``problems``, and the
-    audit of the rows folded as they are checked, each up to seq ``upto`` also added to
-    ``counts``: one read of the log. None when a row is one the fold cannot read
-    (:func:`unread`; the chain gives no row past the first). A row of a version newer than its
-    class stops the fold, as it stops every reader (:class:`NewerEvent`), unless a row past it
-    is one the fold cannot read."""
-    rows = counted(store.checked_rows(run, problems), counts, upto)
+    audit of the rows folded as they are checked, each the fold takes up to seq ``upto`` also
+    added to ``counts`` (as ``memory stats`` counts it): one read of the log. None when a row is
+    one the fold cannot read (:func:`unread`; the chain gives no row past the first). A row of a
+    version newer than its class stops the fold, as it stops every reader (:class:`NewerEvent`),
+    unless a row past it is one the fold cannot read."""
+    rows = store.checked_rows(run, problems)
+
+    def took(row: EventRow) -> None:
+        if row.seq <= upto:
+            counts.add(row)
+
     try:
-        checked = audit(rows, run, whatif=is_whatif(store, run))
+        checked = audit(rows, run, whatif=is_whatif(store, run), took=took)
     except NewerEvent:
         for _ in rows:  # the rest of the chain
             pass
@@ -87,14 +91,6 @@ def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.R
             raise
         return None
     return None if unread(problems) else checked
-
-
-def counted(rows: Iterator[EventRow], counts: stats.RoundStats, upto: int) -> Iterator[EventRow]:
-    """``rows``, each up to seq ``upto`` added to ``counts`` as it passes."""
-    for row in rows:
-        if row.seq <= upto:
-            counts.add(row)
-        yield row
 
 
 def unread(problems: list[str]) -> list[str]:
