@@ -20,7 +20,7 @@ from diagevo.memory.counting import Audit, audit
 from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
-from diagevo.views.runs import is_whatif
+from diagevo.views.runs import fork_source_problem, is_whatif
 from diagevo.views.typed import typed
 
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
@@ -122,23 +122,6 @@ def forked_problems(store: EventReader, run: str) -> list[str]:
         for e in store.rows(run, types=(RunForked,))
         if (problem := fork_source_problem(store, run, typed(RunForked, e))) is not None
     ]
-
-
-def fork_source_problem(store: EventReader, run: str, forked: RunForked) -> str | None:
-    """What is wrong with the source ``forked`` names, or None: a run forks
-    another run held in this database, at the commit of the round it names, whose hash it
-    carries (a fork ingested without its source: ingest the source first)."""
-    source, at, seq = forked.source_run, forked.source_round, forked.source_seq
-    if source == run:
-        return f"run {run!r} names itself as its source"
-    if not isinstance(source, str) or not isinstance(seq, int) or not store.has_run(source):
-        return f"its source run {source!r} is not in this database (ingest the source first)"
-    there = store.event_at(source, seq)
-    if there is None or CATALOG[there.type] is not RoundCommitted or there.round != at:
-        return f"seq {seq} of run {source!r} is not the commit of round {at!r}"
-    if there.hash != forked.source_hash:
-        return f"the commit of round {at!r} of run {source!r} has another hash than the one it names"
-    return None
 
 
 def verify_anchors(store: Recorder, run: str) -> list[str]:
