@@ -49,6 +49,7 @@ from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
 from diagevo.memory.fold import Draft, InvariantError, R, Row, check_first, check_shape, start, stored_event
+from diagevo.memory.forks import fork_opening
 from diagevo.memory.state import Cause
 
 
@@ -274,20 +275,6 @@ def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
     broken = fork_opening(rnd, ev, t.last)
     t.whatif = t.whatif or (broken is None and ev.whatif is not None)  # a marker the rule refuses makes no what-if
     return broken
-
-
-def fork_opening(rnd: int, ev: RunForked, last: tuple[int, type[Event]] | None) -> Broken:
-    """``run.forked`` opens a fork or a what-if: right after the copied commit of its round
-    (``last``: the round and type of the run's event before it). The rule every reader of a
-    run's origin asks too (:func:`~diagevo.views.runs.fork_marker`): any role that may append can
-    write a ``run.forked``, and one the rule refuses makes no fork or what-if."""
-    at = ev.source_round
-    if at != rnd or last is None or last[0] != rnd or last[1] not in (RoundCommitted, RunForked):
-        return "run forked at its opening", (
-            f"run.forked (source round {at!r}) does not follow the commit of round {rnd}: only a fork or a "
-            "what-if writes it, right after the rounds it copies"
-        )
-    return None
 
 
 def _checkpoint(t: Tally, rnd: int, ev: CheckpointWritten | CheckpointPruned, mem: Causes | None) -> Broken:

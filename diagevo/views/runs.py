@@ -36,7 +36,7 @@ from diagevo.catalog import (
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventReader, EventRow, Recorder
 from diagevo.log.recorder import pass_over
-from diagevo.memory.counting import fork_opening
+from diagevo.memory.forks import fork_opening
 from diagevo.results import Json
 from diagevo.text.calls import validated
 from diagevo.views.typed import typed
@@ -215,7 +215,7 @@ def is_whatif(store: EventReader, run: str) -> bool:
 def fork_marker(store: EventReader, run: str) -> EventRow | None:
     """The ``run.forked`` that makes ``run`` a fork or a what-if (None: it is neither): its last
     one the rules take, right after the copied commit of its round
-    (:func:`~diagevo.memory.counting.fork_opening`), naming a commit of another run that the log
+    (:func:`~diagevo.memory.forks.fork_opening`), naming a commit of another run that the log
     holds with that hash (:func:`fork_source_problem`). Any role that may append can write a
     ``run.forked`` (the database keeps the log whole, not its meaning): one the rules refuse marks
     nothing, and is passed over, named, as ``memory verify`` names it."""
