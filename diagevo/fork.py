@@ -37,7 +37,7 @@ from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.configs import passed_config
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import pruned_note
-from diagevo.views.runs import whatif_refusal
+from diagevo.views.runs import fork_marker, whatif_refusal
 from diagevo.views.typed import of_type
 
 
@@ -58,7 +58,7 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         raise ForkError("the new run needs a name")
     if at_round not in committed_rounds(store, source):
         raise ForkError(f"round {at_round} of run {source!r} is not committed: fork at a committed round")
-    refused = whatif_refusal(source, store.rows(source, types=(RunForked,)), "no fork of it trains on")
+    refused = whatif_refusal(source, fork_marker(store, source), "no fork of it trains on")
     if refused is not None:
         raise ForkError(refused[0], refused[1], about=source)
     commit = next(e for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)

@@ -29,8 +29,8 @@ from diagevo.text.parsing import loads, one_line, split_lines
 from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
+from diagevo.views.runs import fork_source_problem
 from diagevo.views.typed import typed
-from diagevo.views.verify import fork_source_problem
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash")
 

@@ -44,9 +44,9 @@ def scaled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """``Scaled`` in the catalog (before a database is created: PostgreSQL registers the types
     of the catalog that migrates it, with their versions)."""
     monkeypatch.setitem(CATALOG, Scaled.name, Scaled)
-    log_registry._checkers.cache_clear()
+    log_registry._checker.cache_clear()
     yield
-    log_registry._checkers.cache_clear()
+    log_registry._checker.cache_clear()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "memory"])

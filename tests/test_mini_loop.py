@@ -59,9 +59,8 @@ def ablation(pair: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN
     config = ROOT / "configs" / "mini-cpu.toml"
 
     def run(rounds: int, arms: list[str]) -> dict:
-        return ablate.run_ablation(
-            config, [*models, *SMALL], db, [0], rounds, arms, [ablate.CONFIGURED], lambda *_: None
-        )
+        cells = [ablate.CONFIGURED]
+        return ablate.run_ablation(config, [*models, *SMALL], db, [0], rounds, arms, cells, lambda *_: None)
 
     first = run(1, ["full"])  # the one-cell smoke
     with open_log(db) as store:

@@ -233,9 +233,14 @@ def test_a_config_the_loader_refuses_stops_no_reader_and_no_resume_trains_on_it(
 
 
 def test_a_seed_below_0_is_named_by_verify(db: str) -> None:
+    """Out of its type's shape (what PostgreSQL refuses on insert): every reader passes it over
+    (issue 73), and verify says so."""
     with open_log(db, create=False) as log:
         config = next(log.read("m", limit=1)).event.config
     seq = _raw(db, "m", "run.configured", 3, {"config": config, "seed": -5})
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
     problems = json.loads(out)["problems"]
-    assert code == 1 and f"seq {seq}: out of shape: run.configured data.seed is out of its range (>= 0)" in problems
+    why = "out of shape: run.configured data.seed is out of its range (>= 0)"
+    assert code == 1 and f"seq {seq}: {why} (every reader passes it over)" in problems
+    code, _, err = cli("memory", "show", "--run", "m", "--db", db)
+    assert code == 0 and f"run 'm', seq {seq}: passed over: {why}" in err, err

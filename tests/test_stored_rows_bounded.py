@@ -1,8 +1,8 @@
 """A stored row that slipped past the checks (SQLite has no roles: whoever may write the file may
 write any row) is read within ingest's bounds and named, never a crash: a row no reader can take
 (data past the bounds or no JSON object) is passed over by every reader and named by ``memory
-verify`` with its seq; a row out of its type's shape is named by a reader's error, of the run it
-read; and ``diagevo runs`` shows every run."""
+verify`` with its seq, and so is a row out of its type's shape (what PostgreSQL refuses on
+insert), each named by the reader of its own run; and ``diagevo runs`` shows every run."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from diagevo.schemas import EventIn
 from diagevo.views.runs import runs
 from diagevo.views.verify import verdict
 from tests.logs import Log
-from tests.test_cli_memory import assert_one_line_error, run_cli
+from tests.test_cli_memory import run_cli
 from tests.test_log_shapes_pg import raw_row
 from tests.test_log_trainer_role import insert
 
@@ -63,22 +63,28 @@ def test_verify_names_a_row_whose_data_is_no_object(db: str) -> None:
         assert checked.problems == [f"seq {seq}: its data is not a JSON object (every reader passes it over)"]
 
 
-def test_a_raw_acc_x_is_named_by_memory_why(db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """A promotion whose ``acc`` is a text, named by verify; ``memory why`` names it too, in
-    one line, and prints nothing else."""
+def test_a_raw_acc_x_is_passed_over_by_memory_why(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A promotion whose ``acc`` is a text (out of its type's shape, which PostgreSQL refuses on
+    insert), named by verify; ``memory why`` tells the cause's story without it, naming it in
+    one line (issue 73: no stored row stops a reader)."""
     seq = _raw(db, "base", "cause.promoted", 2, {"acc": "x", "cause_id": "C1", "n_candidates": 1})
     code, out, err = run_cli(capsys, "memory", "why", "C1", "--run", "base", "--db", db)
-    assert_one_line_error(code, err, f"run 'base' holds an event its readers cannot read, at seq {seq}")
-    assert code != 70 and out == ""
+    why = "out of shape: cause.promoted data.acc is not of its type (number)"
+    assert code == 0 and "C1" in out, err
+    assert err.splitlines() == [f"run 'base', seq {seq}: passed over: {why}"]
+    with open_log(db, create=False) as log:
+        assert f"seq {seq}: {why} (every reader passes it over)" in verdict(log, "base").problems
 
 
-def test_a_readers_error_names_its_own_runs_bad_event(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_reader_names_its_own_runs_bad_event(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Both runs hold a bad promotion; ``memory why`` of run ``other`` names ``other``'s, not the
     first run's."""
     _raw(db, "base", "cause.promoted", 2, {"acc": "x", "cause_id": "C1", "n_candidates": 1})
     seq = _raw(db, "other", "cause.promoted", 2, {"acc": "y", "cause_id": "C1", "n_candidates": 1})
     code, _out, err = run_cli(capsys, "memory", "why", "C1", "--run", "other", "--db", db)
-    assert_one_line_error(code, err, f"run 'other' holds an event its readers cannot read, at seq {seq}")
+    assert code == 0 and err.splitlines() == [
+        f"run 'other', seq {seq}: passed over: out of shape: cause.promoted data.acc is not of its type (number)"
+    ]
 
 
 def test_diagevo_runs_shows_every_run_past_an_unreadable_one(db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,11 +115,12 @@ def _nested(levels: int) -> list[Any]:
 def test_the_writer_stores_nothing_its_readers_refuse(db: str, value: Any, reason: str | None) -> None:
     """diagevo's own append (whatever a trainer notes) refuses data past the readers' bounds,
     naming the event; data within them is stored and read back."""
-    ev = EventIn.model_construct(type="run.noted", run="base", round=2, event_id="deep", data={"note": "n", "x": value})
+    data = {"phase": "n", "stats": {"x": value}}  # a field of any JSON within it
+    ev = EventIn.model_construct(type="phase.completed", run="base", round=2, event_id="deep", data=data)
     with open_log(db, create=False) as log:
         if reason is None:
             log.append([ev])
-            assert next(log.rows("base", newest=True, limit=1)).data["x"] == value
+            assert next(log.rows("base", newest=True, limit=1)).data["stats"]["x"] == value
         else:
             with pytest.raises(StoreError, match=f"event deep: its data is {reason}"):
                 log.append([ev])

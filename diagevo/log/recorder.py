@@ -31,7 +31,8 @@ from diagevo.log.chain import (
     prepare,
 )
 from diagevo.log.errors import ConflictError, RunBusy, StoreError
-from diagevo.log.stored import NEGATIVE_ROUND, RawRow, loads_data, text_problems, text_refs
+from diagevo.log.registry import shape_problem
+from diagevo.log.stored import NEGATIVE_ROUND, RawRow, loads_data, row_problem, text_problems, text_refs
 from diagevo.runtime.progress import library_logger
 from diagevo.text.urls import redact_url
 
@@ -136,6 +137,34 @@ def _below_0() -> int:
     raise ValueError(NEGATIVE_ROUND)
 
 
+def event_data(type_: str, text: str, version: int) -> dict[str, Any]:
+    """An event's stored data as every reader takes it (:func:`~diagevo.log.stored.loads_data`),
+    in its type's shape: a declared field of another JSON type, a required field missing, a
+    bound broken (what PostgreSQL's insert check refuses, :func:`~diagevo.log.registry.shape_problem`;
+    SQLite has no such check) is a :class:`ValueError` naming it, which the read turns into the
+    row passed over (:func:`read_problem`). A type the catalog does not hold is left to the
+    readers that name it."""
+    data = loads_data(text)
+    problem = shape_problem(type_, data, version) if type_ in CATALOG else None
+    if problem is not None:
+        raise ValueError(problem)
+    return data
+
+
+def read_problem(round_: int, data: str | None, type_: str | None = None, version: int | None = None) -> str | None:
+    """Why every reader passes over a stored row, or None: its round below 0, its data past the
+    readers' bounds or no JSON object (:func:`~diagevo.log.stored.row_problem`), or (``type_``
+    and ``version`` given) out of its type's shape (:func:`event_data`)."""
+    why = row_problem(round_, data)
+    if why is not None or data is None or type_ is None or version is None:
+        return why
+    try:
+        event_data(type_, data, version)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 # --- texts --------------------------------------------------------------------------------------
 
 
@@ -218,17 +247,17 @@ class Shape(NamedTuple, Generic[T]):
     make: Callable[[Any], T]
 
 
-# a row no reader can take (:func:`~diagevo.log.stored.row_problem`) is a ValueError here, which
+# a row no reader can take (:func:`read_problem`) is a ValueError here, which
 # the read turns into the row passed over
 WHOLE = Shape(
     ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash"),
     lambda r: StoredEvent(
-        r[0], r[1], r[2], r[3] if r[3] >= 0 else _below_0(), r[4], r[5], loads_data(r[6]), r[7], r[8], r[9]
+        r[0], r[1], r[2], r[3] if r[3] >= 0 else _below_0(), r[4], r[5], event_data(r[4], r[6], r[5]), r[7], r[8], r[9]
     ),
 )
 ROW = Shape(
     ("seq", "round", "type", "data", "schema_version"),
-    lambda r: EventRow(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], loads_data(r[3]), r[4]),
+    lambda r: EventRow(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], event_data(r[2], r[3], r[4]), r[4]),
 )
 META = Shape(
     ("seq", "round", "type", "schema_version"),
@@ -473,7 +502,7 @@ class LogOperator(Stored):
                 problems.append(f"seq {r.seq}: hash mismatch (event {r.event_id} was altered)")
             prev = r.hash
             data, shape = stored_problem(r)
-            if data is None or r.round < 0:  # what every read passes over
+            if data is None or r.round < 0 or (shape is not None and r.type in CATALOG):  # what every read passes over
                 problems.append(f"seq {r.seq}: {NEGATIVE_ROUND if r.round < 0 else shape}{PASSED}")
                 continue
             if key_values(data) != tuple(r.keys):

@@ -187,29 +187,34 @@ def catalog_specs() -> dict[str, dict[str, Any]]:
 FieldCheck = tuple[frozenset[type], frozenset[str], dict[str, Any]]
 
 
+Checker = tuple[frozenset[str], dict[str, FieldCheck], int | None]
+
+
 @cache
-def _checkers() -> dict[str, tuple[frozenset[str], dict[str, FieldCheck], int | None]]:
-    """Each type's (required fields, field -> (the Python types that pass at once, the texts
+def _checker(type_: str) -> Checker | None:
+    """Type ``type_``'s (required fields, field -> (the Python types that pass at once, the texts
     that pass at once, its check), the version from which it is closed, None if never): the
-    shape of :func:`catalog_specs`, made quick to test a row against."""
-    out = {}
-    for name, spec in catalog_specs().items():
-        fields = {}
-        for f, check in spec["fields"].items():
-            quick: frozenset[type] = frozenset()
-            if "types" in check and not check.keys() & {"enum", "items", "bounds"}:
-                quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
-            words = frozenset(v for v in check.get("enum", ()) if isinstance(v, str))  # a choice's texts
-            fields[f] = (quick, words, check)
-        out[name] = (frozenset(spec["required"]), fields, spec["closed_since"] if spec["closed"] else None)
-    return out
+    shape of :func:`type_spec`, made quick to test a row against; None for a type the catalog
+    does not hold. Made the first time a row of the type is tested (every read tests each row it
+    takes: a command builds only the checks of the types it reads)."""
+    if type_ not in CATALOG:
+        return None
+    spec = type_spec(type_)
+    fields = {}
+    for f, check in spec["fields"].items():
+        quick: frozenset[type] = frozenset()
+        if "types" in check and not check.keys() & {"enum", "items"}:  # a bound is tested after its type
+            quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
+        words = frozenset(v for v in check.get("enum", ()) if isinstance(v, str))  # a choice's texts
+        fields[f] = (quick, words, check)
+    return frozenset(spec["required"]), fields, spec["closed_since"] if spec["closed"] else None
 
 
 def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
     """What the database's check (the insert trigger's) would say of an event's type and data, stored
     at ``version``, for a row stored without it (SQLite, or a log older than the check); None
     when it fits."""
-    checker = _checkers().get(type_)
+    checker = _checker(type_)
     if checker is None:
         return f"out of shape: {type_[:64]!r} is not an event type"
     required, fields, closed_since = checker

@@ -27,9 +27,10 @@ from diagevo.log.recorder import (
     encoded_state,
     lookup_keys,
     pass_over,
+    read_problem,
     restore_texts,
 )
-from diagevo.log.stored import loads_state, row_problem
+from diagevo.log.stored import loads_state
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
@@ -350,7 +351,8 @@ class SQLRecorder(Recorder):
         at = columns.index("data") if "data" in columns else None
         kept = []
         for r in rows:
-            why = row_problem(r[columns.index("round")], None if at is None else r[at])
+            kind = (r[columns.index("type")], r[columns.index("schema_version")]) if at is not None else (None, None)
+            why = read_problem(r[columns.index("round")], None if at is None else r[at], *kind)
             if why is None:
                 kept.append(r)
                 continue

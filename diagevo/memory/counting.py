@@ -49,7 +49,8 @@ from diagevo.config.base import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start, stored_event
+from diagevo.memory.fold import Draft, InvariantError, R, Row, check_first, check_shape, start, stored_event
+from diagevo.memory.forks import fork_opening
 from diagevo.memory.state import Cause
 
 
@@ -272,15 +273,9 @@ def _started(t: Tally, rnd: int, ev: RoundStarted, mem: Causes | None) -> Broken
 
 
 def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
-    """``run.forked`` opens a fork or a what-if: right after the copied commit of its round."""
-    t.whatif = t.whatif or ev.whatif is not None
-    at, last = ev.source_round, t.last
-    if at != rnd or last is None or last[0] != rnd or last[1] not in (RoundCommitted, RunForked):
-        return "run forked at its opening", (
-            f"run.forked (source round {at!r}) does not follow the commit of round {rnd}: only a fork or a "
-            "what-if writes it, right after the rounds it copies"
-        )
-    return None
+    broken = fork_opening(rnd, ev, t.last)
+    t.whatif = t.whatif or (broken is None and ev.whatif is not None)  # a marker the rule refuses makes no what-if
+    return broken
 
 
 def _checkpoint(t: Tally, rnd: int, ev: CheckpointWritten | CheckpointPruned, mem: Causes | None) -> Broken:
@@ -513,10 +508,11 @@ class Ledger:
         return self._take(rnd, event, seq)
 
 
-def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
+def audit(rows: Iterable[R], run: str, *, whatif: bool = False, took: Callable[[R], None] | None = None) -> Audit:
     """Fold ``(seq, round, type, data)`` rows of one run and check each counted event against
     the rules with the memory before it: one pass. Past an event the fold refuses, the rules
-    that need no memory are still checked. ``whatif``: the run is a what-if."""
+    that need no memory are still checked. ``whatif``: the run is a what-if; ``took``: told of
+    each row the fold takes (what ``memory stats`` counts), in the same pass."""
     ledger = Ledger(run, Tally(whatif=whatif))
     found: list[CountBreak] = []
     commits: dict[int, dict[str, Any]] = {}
@@ -528,7 +524,10 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False) -> Audit:
             found.append(CountBreak(seq, *broken))
         if ledger.refused_now or not ledger.folds:
             refused_at = seq if refused_at is None else refused_at
-        elif name == RoundCommitted.name:
+            continue
+        if took is not None:
+            took(row)
+        if name == RoundCommitted.name:
             draft = ledger.draft
             assert draft is not None  # a run's first event starts it, or the fold refused it
             draft.last_seq = seq

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cache
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from diagevo.catalog import (
     CATALOG,
@@ -38,6 +38,7 @@ from diagevo.memory.state import Cause, CauseState, Memory, Node
 from diagevo.text.parsing import config_k
 
 Row = tuple[int, int, str, Mapping[str, Any], int]  # (seq, round, type, data, schema_version)
+R = TypeVar("R", bound=Row)  # a row as a reader holds it (a stored row's typed tuple)
 Passed = Callable[[int, str], None]
 """Told of each stored row the fold refuses and passes over: its seq, and the rule in words.
 Whoever writes a log may append a row the rules refuse (the database keeps the log whole, not
@@ -306,6 +307,26 @@ def drafts(
     for row in rows:
         draft = _fold(draft, run, (row,), passed)[0]
         yield draft, row
+
+
+def taken(rows: Iterable[R], run: str, memory: Memory | None = None, passed: Passed | None = None) -> Iterator[R]:
+    """The rows the fold takes, in order: those it applies, and the evidence and bookkeeping of
+    the rounds it takes them in. Each row it refuses is told to ``passed`` and left out, so that a
+    count of the rows (``memory stats``, a round's commit) holds what the fold decided, by the
+    fold's own decision: no second statement of its rules. ``rows`` of every type, from
+    ``memory`` on (None: from the run's start)."""
+    refused: list[int] = []
+
+    def note(seq: int, why: str) -> None:
+        refused.append(seq)
+        if passed is not None:
+            passed(seq, why)
+
+    draft = Draft(memory) if memory is not None else None
+    for row in rows:
+        draft = _fold(draft, run, (row,), note)[0]
+        if not refused or refused[-1] != row[0]:
+            yield row
 
 
 _PLAN = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}

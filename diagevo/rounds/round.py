@@ -29,7 +29,7 @@ from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, Call
 from diagevo.log import AppendResult, EventRow, Recorder
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
-from diagevo.memory.fold import InvariantError, fold
+from diagevo.memory.fold import InvariantError, fold, taken
 from diagevo.memory.sampler import sample_requests
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -505,8 +505,9 @@ class Round:
             allowed = self._failed_diagnoses_allowed(rows, allow_undiagnosed, allow_failed)
             counts = {} if allowed is None else {"failed_diagnoses_allowed": allowed}
             sched = schedule(fold(read(FOLDED, after_seq=base.last_seq), run, base, passer(self.store, run)))
-            # the round's statistics as `memory stats` counts them, and the schedule it leaves
-            counts.update(count_rounds(rows).get(t, {}))
+            # the round's statistics as `memory stats` counts them (the rows the fold takes), and
+            # the schedule it leaves
+            counts.update(count_rounds(taken(rows, run, base, passer(self.store, run))).get(t, {}))
             ranks = list(of_type(MetricsRecorded, rows))
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []

@@ -13,7 +13,6 @@ from diagevo.catalog import (
     PromotionsDecided,
     RoundCommitted,
     RoundStarted,
-    RunForked,
     RunStarted,
 )
 from diagevo.errors import open_call, start_call
@@ -29,7 +28,7 @@ from diagevo.rounds.protocol import (
 )
 from diagevo.schemas import EventIn
 from diagevo.views.checkpoints import checkpoint_log
-from diagevo.views.runs import whatif_refusal
+from diagevo.views.runs import fork_marker, whatif_refusal
 from diagevo.views.typed import of_type, typed
 
 
@@ -150,7 +149,7 @@ def open_or_reopen(store: Recorder, run: str, t: int | None) -> tuple[int, bool]
 
     def decide(read: Reader) -> list[EventIn]:
         st = state_from_rows(run, read(MILESTONES))
-        refused = whatif_refusal(run, read((RunForked,)), "no round continues it")
+        refused = whatif_refusal(run, fork_marker(store, run), "no round continues it")
         if refused is not None:
             raise ProtocolError(refused[0], refused[1], about=run)
         nxt = st.last_committed + 1

@@ -23,7 +23,8 @@ from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
 from diagevo.log import EventReader, EventRow
 from diagevo.log.recorder import pass_over
 from diagevo.memory.checkpoints import CHECKPOINT_READS, checkpoint_verdicts
-from diagevo.views.typed import last_event, typed
+from diagevo.views.runs import fork_marker
+from diagevo.views.typed import typed
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
     while isinstance(current, str) and current not in seen:
         seen.add(current)
         folders.append(owned_dir(root, run_name(current), create=False))
-        marker = last_event(store, current, RunForked)
-        current = marker.source_run if marker is not None else None
+        marker = fork_marker(store, current)  # the one the rules take: a forged one leads nowhere
+        current = typed(RunForked, marker).source_run if marker is not None else None
     return folders
 
 

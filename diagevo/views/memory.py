@@ -15,7 +15,7 @@ from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
 from diagevo.errors import Call, NotFound
 from diagevo.log import EventReader, LogOperator, Recorder, ViewState
 from diagevo.log.recorder import EventRow, pass_over
-from diagevo.memory.fold import InvariantError, NotCommitted, Passed, commits, fold, fold_until, start
+from diagevo.memory.fold import InvariantError, NotCommitted, Passed, commits, fold, fold_until, start, taken
 from diagevo.memory.state import Memory
 from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
@@ -99,6 +99,16 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
     if at_round is None:
         return fold(fold_rows(store, run, after), run, base, passer(store, run))
     return fold_until(fold_rows(store, run, after), run, at_round, base, passer(store, run))
+
+
+def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | None = None) -> Iterator[EventRow]:
+    """The run's rows of every type after round ``after_round``'s commit (0: from its start) that
+    the fold takes (:func:`~diagevo.memory.fold.taken`): what a count of the log counts. A row the
+    fold refuses is passed over, named (:func:`passer`), as every reader of the memory passes it
+    over."""
+    base = load_memory(store, run, after_round) if after_round else None
+    rows = store.rows(run, after_seq=base.last_seq if base is not None else 0, upto_seq=upto_seq)
+    return taken(rows, run, base, passer(store, run))
 
 
 def committed_rounds(store: EventReader, run: str) -> list[int]:

@@ -17,11 +17,12 @@ its tags and notes are its own events (``run.tagged``, ``run.noted``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from diagevo.catalog import (
+    CATALOG,
     MILESTONES,
     Event,
     RoundCommitted,
@@ -34,11 +35,13 @@ from diagevo.catalog import (
 )
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventReader, EventRow, Recorder
+from diagevo.log.recorder import pass_over
+from diagevo.memory.forks import fork_opening
 from diagevo.results import Json
 from diagevo.text.calls import validated
-from diagevo.views.typed import last_event, of_type
+from diagevo.views.typed import typed
 
-_READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunForked, RunTagged, RunNoted)
+_READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunTagged, RunNoted)
 
 
 @dataclass(frozen=True)
@@ -146,9 +149,6 @@ def summarise(store: Recorder, run: str) -> RunSummary:
                 started.add(e.round)
             case RoundCommitted():
                 committed.add(e.round)
-            case RunForked(source_run=source_run, source_round=source_round) as marker:
-                forked = ForkedFrom(source_run, source_round, whatif_settings(marker))
-                forked_at = e.round
             case RunTagged(tags=labels, removed=removed):
                 for tag in labels:
                     if removed:
@@ -157,6 +157,10 @@ def summarise(store: Recorder, run: str) -> RunSummary:
                         tags[tag] = None
             case RunNoted(note=note):
                 notes.append(str(note))
+    marker = fork_marker(store, run)
+    if marker is not None:
+        forked_at, held = marker.round, typed(RunForked, marker)
+        forked = ForkedFrom(held.source_run, held.source_round, whatif_settings(held))
     first = next(store.read(run, limit=1), None)
     next(store.rows(run, limit=1, newest=True), None)  # the newest row: passed over, if no reader can take it
     last = max(committed, default=0)
@@ -203,18 +207,45 @@ def whatif_settings(forked: RunForked) -> Json:
 
 
 def is_whatif(store: EventReader, run: str) -> bool:
-    """Whether ``run`` is a what-if: its last ``run.forked`` says so, and names a commit of
-    another run that the log holds with that hash, of the round it is in. Any role that may
-    append can write a ``run.forked`` (the database keeps the log whole, not its meaning): one
-    that names no such source does not turn a run into a what-if no round may continue; ``memory
-    verify`` names it."""
-    marker = last_event(store, run, RunForked)
-    if marker is None or not isinstance(marker.whatif, Mapping) or marker.source_run == run:
-        return False
-    if not (isinstance(marker.source_run, str) and type(marker.source_seq) is int):
-        return False  # a row out of shape (stored raw): verify names it
-    source = store.event_at(marker.source_run, marker.source_seq)
-    return source is not None and source.hash == marker.source_hash and source.round == marker.source_round
+    """Whether ``run`` is a what-if: its fork marker the rules take (:func:`fork_marker`) says so."""
+    marker = fork_marker(store, run)
+    return marker is not None and isinstance(typed(RunForked, marker).whatif, Mapping)
+
+
+def fork_marker(store: EventReader, run: str) -> EventRow | None:
+    """The ``run.forked`` that makes ``run`` a fork or a what-if (None: it is neither): its last
+    one the rules take, right after the copied commit of its round
+    (:func:`~diagevo.memory.forks.fork_opening`), naming a commit of another run that the log
+    holds with that hash (:func:`fork_source_problem`). Any role that may append can write a
+    ``run.forked`` (the database keeps the log whole, not its meaning): one the rules refuse marks
+    nothing, and is passed over, named, as ``memory verify`` names it."""
+    for row in reversed(list(store.rows(run, types=(RunForked,)))):
+        marker = typed(RunForked, row)
+        before = next(store.rows(run, upto_seq=row.seq - 1, data=False, limit=1, newest=True), None)
+        last = None if before is None else (before.round, CATALOG[before.type])
+        broken = fork_opening(row.round, marker, last)
+        problem = f"{broken[0]}: {broken[1]}" if broken is not None else fork_source_problem(store, run, marker)
+        if problem is None:
+            return row
+        pass_over(store, run, row.seq, problem if broken is not None else f"run forked at its opening: {problem}")
+    return None
+
+
+def fork_source_problem(store: EventReader, run: str, forked: RunForked) -> str | None:
+    """What is wrong with the source ``forked`` names, or None: a run forks
+    another run held in this database, at the commit of the round it names, whose hash it
+    carries (a fork ingested without its source: ingest the source first)."""
+    source, at, seq = forked.source_run, forked.source_round, forked.source_seq
+    if source == run:
+        return f"run {run!r} names itself as its source"
+    if not isinstance(source, str) or type(seq) is not int or not store.has_run(source):
+        return f"its source run {source!r} is not in this database (ingest the source first)"
+    there = store.event_at(source, seq)
+    if there is None or CATALOG[there.type] is not RoundCommitted or there.round != at:
+        return f"seq {seq} of run {source!r} is not the commit of round {at!r}"
+    if there.hash != forked.source_hash:
+        return f"the commit of round {at!r} of run {source!r} has another hash than the one it names"
+    return None
 
 
 def latest_run(store: Recorder) -> str | None:
@@ -228,13 +259,13 @@ def latest_run(store: Recorder) -> str | None:
     return max(others, key=store.last_seq) if others else latest
 
 
-def whatif_refusal(run: str, forks: Iterable[EventRow], what: str) -> tuple[str, Call] | None:
-    """Why ``run`` cannot be trained on, if it is a what-if (its last ``run.forked`` says so), and
-    the fork of its source under the same settings that can (message, call); None otherwise. A
-    what-if's memory was decided again on evidence that models trained under the source's memory
-    produced, and it holds no model of its own: neither a round nor a fork continues it, while a
-    fork of the source with its settings continues the source's models."""
-    forked = next(of_type(RunForked, reversed(list(forks))), None)
+def whatif_refusal(run: str, marker: EventRow | None, what: str) -> tuple[str, Call] | None:
+    """Why ``run`` cannot be trained on, if it is a what-if (its fork marker, :func:`fork_marker`,
+    says so), and the fork of its source under the same settings that can (message, call); None
+    otherwise. A what-if's memory was decided again on evidence that models trained under the
+    source's memory produced, and it holds no model of its own: neither a round nor a fork
+    continues it, while a fork of the source with its settings continues the source's models."""
+    forked = None if marker is None else typed(RunForked, marker)
     if forked is None or not isinstance(forked.whatif, Mapping):
         return None
     source, at, settings = str(forked.source_run), int(forked.source_round), whatif_settings(forked)

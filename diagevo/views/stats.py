@@ -23,7 +23,7 @@ from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import EventRow
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.views.memory import commit_memories
+from diagevo.views.memory import commit_memories, taken_rows
 from diagevo.views.typed import typed
 
 VIEW = "stats"
@@ -229,11 +229,14 @@ def number(value: Any) -> Any:
 def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int | None = None) -> RoundStats:
     """The run's statistics up to its last event (or ``upto_seq``): from the saved state
     (``cached``), moved on with the log after it and the memory of the commits after it (from
-    the snapshots)."""
+    the snapshots). Only the rows the fold takes are counted (:func:`~diagevo.views.memory.taken_rows`):
+    a row it refuses, which every reader of the memory passes over, is no question, failure or
+    attribution of the round either, and is named."""
     saved = store.view_states(VIEW, run, latest=True) if cached else []
     acc = RoundStats.from_state(saved[0]) if saved else RoundStats()
-    for row in store.rows(run, after_seq=acc.seq, upto_seq=upto_seq):
-        acc.add(row)
+    for row in taken_rows(store, run, max(acc.sizes, default=0), upto_seq):
+        if row.seq > acc.seq:  # the rows from the last commit counted are folded again, not counted
+            acc.add(row)
     return acc.commits_added(store, run)
 
 

@@ -8,20 +8,19 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
-from diagevo.log.recorder import EventRow
+from diagevo.log.recorder import PASSED, EventRow
 from diagevo.log.registry import stored_problem
 from diagevo.memory.counting import Audit, audit
 from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
-from diagevo.views.runs import is_whatif
+from diagevo.views.runs import fork_source_problem, is_whatif
 from diagevo.views.typed import typed
 
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
@@ -72,14 +71,19 @@ def verdict(store: Recorder, run: str) -> Verdict:
 
 def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.RoundStats, upto: int) -> Audit | None:
     """The chain's problems (``Recorder.verify_chain``), appended to ``problems``, and the
-    audit of the rows folded as they are checked, each up to seq ``upto`` also added to
-    ``counts``: one read of the log. None when a row is one the fold cannot read
-    (:func:`unread`; the chain gives no row past the first). A row of a version newer than its
-    class stops the fold, as it stops every reader (:class:`NewerEvent`), unless a row past it
-    is one the fold cannot read."""
-    rows = counted(store.checked_rows(run, problems), counts, upto)
+    audit of the rows folded as they are checked, each the fold takes up to seq ``upto`` also
+    added to ``counts`` (as ``memory stats`` counts it): one read of the log. None when a row is
+    one the fold cannot read (:func:`unread`; the chain gives no row past the first). A row of a
+    version newer than its class stops the fold, as it stops every reader (:class:`NewerEvent`),
+    unless a row past it is one the fold cannot read."""
+    rows = store.checked_rows(run, problems)
+
+    def took(row: EventRow) -> None:
+        if row.seq <= upto:
+            counts.add(row)
+
     try:
-        checked = audit(rows, run, whatif=is_whatif(store, run))
+        checked = audit(rows, run, whatif=is_whatif(store, run), took=took)
     except NewerEvent:
         for _ in rows:  # the rest of the chain
             pass
@@ -89,18 +93,11 @@ def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.R
     return None if unread(problems) else checked
 
 
-def counted(rows: Iterator[EventRow], counts: stats.RoundStats, upto: int) -> Iterator[EventRow]:
-    """``rows``, each up to seq ``upto`` added to ``counts`` as it passes."""
-    for row in rows:
-        if row.seq <= upto:
-            counts.add(row)
-        yield row
-
-
 def unread(problems: list[str]) -> list[str]:
-    """The problems of the rows the fold cannot read: out of shape (a row no reader can take,
-    its data past their bounds or no JSON object, is passed over by every reader, the fold too)."""
-    return [p for p in problems if any(f": {said}" in p for said in UNREAD)]
+    """The problems of the rows the fold cannot read: out of shape of its class (a row no reader
+    can take, its data past their bounds, no JSON object or out of its type's shape, is passed
+    over by every reader, the fold too)."""
+    return [p for p in problems if any(f": {said}" in p for said in UNREAD) and not p.endswith(PASSED)]
 
 
 UNREAD = ("out of shape: ",)
@@ -125,23 +122,6 @@ def forked_problems(store: EventReader, run: str) -> list[str]:
         for e in store.rows(run, types=(RunForked,))
         if (problem := fork_source_problem(store, run, typed(RunForked, e))) is not None
     ]
-
-
-def fork_source_problem(store: EventReader, run: str, forked: RunForked) -> str | None:
-    """What is wrong with the source ``forked`` names, or None: a run forks
-    another run held in this database, at the commit of the round it names, whose hash it
-    carries (a fork ingested without its source: ingest the source first)."""
-    source, at, seq = forked.source_run, forked.source_round, forked.source_seq
-    if source == run:
-        return f"run {run!r} names itself as its source"
-    if not isinstance(source, str) or not isinstance(seq, int) or not store.has_run(source):
-        return f"its source run {source!r} is not in this database (ingest the source first)"
-    there = store.event_at(source, seq)
-    if there is None or CATALOG[there.type] is not RoundCommitted or there.round != at:
-        return f"seq {seq} of run {source!r} is not the commit of round {at!r}"
-    if there.hash != forked.source_hash:
-        return f"the commit of round {at!r} of run {source!r} has another hash than the one it names"
-    return None
 
 
 def verify_anchors(store: Recorder, run: str) -> list[str]:
