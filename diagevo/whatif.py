@@ -41,7 +41,7 @@ from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copy_or_pass_over
 from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
 from diagevo.log.recorder import pass_over
-from diagevo.memory.deciders import decide_attribution, decide_promotions, promotion_evidence
+from diagevo.memory.deciders import DecisionError, decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -230,7 +230,7 @@ class _Deriving:
         named, as every reader of the source passes it over, and the what-if is made without it."""
         try:
             self._take(e)
-        except InvariantError as exc:
+        except (InvariantError, DecisionError) as exc:  # the fold's refusal, or the deciders'
             pass_over(self.store, self.source, e.seq, str(exc))
 
     def _take(self, e: StoredEvent) -> None:

@@ -525,6 +525,26 @@ def test_a_later_rounds_score_stored_before_the_first_round_is_passed_over_by_th
     assert code == 0, out
 
 
+def test_an_attribution_stored_before_its_cause_is_passed_over_by_the_what_if(base: Base, tmp_path: Path) -> None:
+    """Found by the slow variant (an ``out_of_order`` mutation): an attribution to C1 moved before the
+    ``cause.created`` of C1. The readers pass it over; ``memory whatif``, which decides every
+    attribution again, stopped: ``unknown cause 'C1'``."""
+    created = next(i for i, line in enumerate(base.m) if line["type"] == "cause.created")
+    cause = base.m[created]["data"]["cause_id"]
+    moved = next(
+        i
+        for i, line in enumerate(base.m)
+        if line["type"] == "failure.attributed" and line["data"]["cause_id"] == cause and i > created
+    )
+    lines = copy.deepcopy(base.m)
+    lines.insert(created, lines.pop(moved))
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    store_raw(db, lines)
+    code, _, err = cli("memory", "whatif", "--set", "memory.k=1.0", "--to", "m-k1", "--run", "m", "--db", db)
+    passed = f"run 'm', seq {created + 1}: passed over: unknown cause {cause!r}"
+    assert code == 0 and passed in " ".join(err.split()), err
+
+
 @pytest.mark.parametrize(
     ("section", "changes", "named"),
     [
