@@ -545,6 +545,22 @@ def test_an_attribution_stored_before_its_cause_is_passed_over_by_the_what_if(ba
     assert code == 0 and passed in " ".join(err.split()), err
 
 
+def test_a_row_stored_ahead_of_the_runs_start_is_passed_over(base: Base, tmp_path: Path) -> None:
+    """Found by the slow variant (an ``out_of_order`` mutation): a ``round.started`` stored raw ahead
+    of the run's ``run.started`` (SQLite keeps no run's opening). ``memory show`` folds only the
+    memory's types and read on; ``memory stats``, which counts rows of every type, stopped:
+    ``run 'm' has round.started before run.started``. It now passes it over, named."""
+    lines = [base.m[1], base.m[0], *base.m[2:]]
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    store_raw(db, lines)
+    code, _, err = cli("memory", "stats", "--run", "m", "--db", db)
+    passed = "run 'm', seq 1: passed over: run 'm' has round.started before run.started"
+    assert code == 0 and passed in " ".join(err.split()), err
+    for reader in (("show",), ("replay", "--round", "1")):  # the memory's own types: nothing ahead of the start
+        code, _, err = cli("memory", *reader, "--run", "m", "--db", db)
+        assert code == 0, (reader, err)
+
+
 @pytest.mark.parametrize(
     ("section", "changes", "named"),
     [

@@ -49,6 +49,10 @@ class InvariantError(BadInput):
     """The log breaks a rule of the memory (the message says which)."""
 
 
+class NotStarted(InvariantError):
+    """Rows of a run, every one passed over, and no ``run.started`` among them (yet)."""
+
+
 class NotCommitted(InvariantError):
     """The round asked for has no commit the fold took (none in the log, or one passed over)."""
 
@@ -324,7 +328,10 @@ def taken(rows: Iterable[R], run: str, memory: Memory | None = None, passed: Pas
 
     draft = Draft(memory) if memory is not None else None
     for row in rows:
-        draft = _fold(draft, run, (row,), note)[0]
+        try:
+            draft = _fold(draft, run, (row,), note)[0]
+        except NotStarted:
+            continue  # a row ahead of the run's start: noted, passed over
         if not refused or refused[-1] != row[0]:
             yield row
 
@@ -348,12 +355,16 @@ def _fold(draft: Draft | None, run: str, rows: Iterable[Row], passed: Passed | N
     it); the draft and the last row's seq (0: none). An event the fold applies is built from its
     row (:meth:`Event.from_stored`); any other only opens its round. A row the fold refuses past
     the run's start is passed over when ``passed`` is given (each change is checked before it
-    is made: the draft is as it was), else it stops the fold."""
+    is made: the draft is as it was), and so is a row ahead of the run's ``run.started`` (stored
+    raw where no database keeps the run's opening), else it stops the fold."""
     seq, plan = 0, _PLAN
     try:
         for seq, rnd, etype, data, version in rows:
             cls, read = plan[etype]
             if draft is None:
+                if cls is not RunStarted and passed is not None:  # a raw row ahead of the run's start
+                    passed(seq, f"run {run!r} has {cls.name} before {RunStarted.name}")
+                    continue
                 check_first(run, cls, rnd)
                 draft = Draft(start(run, _folded_event(cls, read, data, version), seq))  # type: ignore[arg-type]
                 continue
@@ -369,6 +380,8 @@ def _fold(draft: Draft | None, run: str, rows: Iterable[Row], passed: Passed | N
     except InvariantError as exc:  # a reader names the event it could not fold
         raise InvariantError(f"seq {seq}: {exc}") from None
     if draft is None:
+        if seq:
+            raise NotStarted(f"run {run!r} has no {RunStarted.name}")
         raise InvariantError(f"run {run!r} has no events")
     return draft, seq
 
