@@ -35,7 +35,7 @@ from diagevo.log import (
     open_log,
 )
 from diagevo.log.errors import RunBusy
-from diagevo.log.inmemory import InMemoryRecorder, forget
+from diagevo.log.inmemory import InMemoryRecorder
 from diagevo.log.postgres import PostgresRecorder
 from diagevo.log.recorder import EventRow
 from diagevo.log.sqlite import SQLiteRecorder
@@ -207,7 +207,6 @@ class RecorderContract:
         for r in (rec, reference):
             r.append(three_rounds().events())
         assert [e.hash for e in rec.read("r")] == [e.hash for e in reference.read("r")]
-        forget(reference.url)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -430,10 +429,8 @@ class TestInMemory(RecorderContract):
     kind = InMemoryRecorder
 
     @pytest.fixture
-    def url(self, tmp_path: Path) -> Iterator[str]:
-        url = f"memory://{uuid.uuid4().hex}"
-        yield url
-        forget(url)
+    def url(self, tmp_path: Path) -> str:
+        return f"memory://{uuid.uuid4().hex}"  # lives as long as the test process: a few small logs
 
 
 def test_an_unknown_memory_log_is_not_created_by_a_reader() -> None:
@@ -473,4 +470,3 @@ def test_a_simulator_run_on_the_in_memory_recorder(  # type: ignore[no-untyped-d
     with open_log(url, create=False) as store:
         assert [e.round for e in store.read("m", types=(RoundCommitted,))] == [1, 2]
         assert verify_run(store, "m") == []
-    forget(url)
