@@ -364,12 +364,13 @@ class PhaseCompleted(Event):
 
     phase: str
     seconds: float | None = None
-    steps: int | None = None  # GRPO optimizer steps
-    prompts_per_step: int | None = None
-    completions_per_step: int | None = None
-    completion_length: float | None = None  # mean tokens of a completion
-    care: float | None = None  # the simulated solver's
-    dedup_truncated: int | None = None  # failures the diagnosis left out of deduplication
+    # numbers as the trainers write them (``6.0`` steps, ``0`` truncated): a stored figure reads back as written
+    steps: int | float | None = None  # GRPO optimizer steps
+    prompts_per_step: int | float | None = None
+    completions_per_step: int | float | None = None
+    completion_length: int | float | None = None  # mean tokens of a completion
+    care: int | float | None = None  # the simulated solver's
+    dedup_truncated: int | float | None = None  # failures the diagnosis left out of deduplication
     stats: dict[str, Any] | None = None
 
     @model_validator(mode="before")

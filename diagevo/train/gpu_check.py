@@ -219,9 +219,9 @@ def _grpo_figures(store: EventReader, run: str, report: CheckReport) -> None:
     for p in of_type(PhaseCompleted, store.rows(run, types=(PhaseCompleted,))):
         if p.phase in ("challenger", "solver"):
             f = report.phases.setdefault(p.phase, PhaseFigures())
-            f.steps = p.steps or 0
-            f.completions_per_step = p.completions_per_step or 0
-            f.prompts_per_step = p.prompts_per_step or 0
+            f.steps = int(p.steps or 0)
+            f.completions_per_step = int(p.completions_per_step or 0)
+            f.prompts_per_step = int(p.prompts_per_step or 0)
             report.grpo_tokens[p.phase] = (p.completion_length or 0.0) * f.completions_per_step * f.steps
 
 

@@ -85,8 +85,8 @@ def run_measures(
     kinds = (QuestionGenerated, QuestionScored, CausePromoted, CauseReactivated, PhaseCompleted)
     for e in store.read(run, types=kinds, texts=True):
         match e.event:
-            case PhaseCompleted(phase="solver", care=float() as solver_care):
-                care[e.round] = solver_care
+            case PhaseCompleted(phase="solver", care=int() | float() as solver_care):
+                care[e.round] = float(solver_care)
             case QuestionScored(retained=True, question_id=qid, pseudo_label=label):
                 retained_for.setdefault(e.round, set()).update(targets.get(qid, ()))
                 labels.setdefault(e.round, []).append((text_of.get(qid, ""), label))
