@@ -102,7 +102,7 @@ def _unfit_sql(field: str, check: dict[str, Any]) -> list[str]:
     value, kind = f"d -> {_q(field)}", f"jsonb_typeof(d -> {_q(field)})"
     plain = [t for t in check["types"] if t != "integer"]
     other = f"{kind} NOT IN ({', '.join(map(_q, plain))})" if plain else f"{kind} IS NOT NULL"
-    if "integer" in check["types"]:
+    if "integer" in check["types"] and "number" not in check["types"]:  # int | float takes either
         number = f"floor(({value})::numeric) <> ({value})::numeric"
         conditions = [f"CASE WHEN {kind} = 'number' THEN {number} ELSE {other} END"]
     else:
