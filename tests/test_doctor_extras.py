@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from diagevo import doctor
-from diagevo.doctor import EXTRAS, check_extras, extra_packages
+from diagevo.doctor import check_extras
 from diagevo.errors import USES, Fix, Install
+from diagevo.runtime.installed import EXTRAS, extra_packages
 from tests.test_cli_memory import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -103,9 +103,7 @@ def events() -> str:
     for name, model in CATALOG.items():
         doc = (model.__doc__ or "").strip()
         if not doc or doc.startswith(model.__name__ + "("):
-            raise Undocumented(
-                f"event type {name}: its class {model.__name__} has no docstring (diagevo/catalog/events.py)"
-            )
+            raise Undocumented(f"event type {name}: its class {model.__name__} has no docstring (diagevo/catalog/)")
         facts = [
             f"class `diagevo.catalog.{model.__name__}`",
             f"kind: `{model.kind.value}`",

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.catalog import CheckpointWritten, PhaseCompleted
-from diagevo.doctor import installed_version
 from diagevo.errors import BadInput, NotFound, Unavailable, require_use
 from diagevo.errors.installation import shipped
 from diagevo.log import EventReader, open_log
 from diagevo.model_dirs import build_call
+from diagevo.runtime.installed import installed_version
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train.config import load_config
 from diagevo.train.folders import checkpoint_root
