@@ -196,7 +196,6 @@ def test_ablate_runs_variants_and_reports(tmp_path: Path, capsys: pytest.Capture
 def test_ablate_jobs_train_the_cells_in_processes_to_the_same_results(tmp_path: Path) -> None:
     """``--jobs 2``: the cells train in two processes against one log, then are read as one at a
     time reads them: the same runs, the same events, the same results."""
-    from diagevo.log import open_log
     from diagevo.train.ablate import run_ablation
 
     args = (["full", "pure free"], ["all on"], lambda *_: None)
@@ -204,57 +203,35 @@ def test_ablate_jobs_train_the_cells_in_processes_to_the_same_results(tmp_path: 
     one = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'one.db'}", range(2), 1, *args)
     two = run_ablation(None, overrides, f"sqlite:///{tmp_path / 'two.db'}", range(2), 1, *args, jobs=2)
     assert one == two
-    logs = []
-    for name in ("one", "two"):
-        with open_log(f"sqlite:///{tmp_path / name}.db") as store:
-            logs.append({run: [(e.type, e.event_id) for e in store.read(run)] for run in sorted(store.runs())})
+    logs = [_logged(f"sqlite:///{tmp_path / name}.db") for name in ("one", "two")]
     assert logs[0] == logs[1] and len(logs[0]) == 4
+
+
+def _logged(db: str) -> dict[str, list[tuple[str, str]]]:
+    """Each run of the log at ``db`` (a database URL): its events' types and ids, in order."""
+    from diagevo.log import open_log
+
+    with open_log(db) as store:
+        return {run: [(e.type, e.event_id) for e in store.read(run)] for run in sorted(store.runs())}
 
 
 def test_an_ablation_run_in_parts_is_the_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``--seed 1`` then ``--seed 0`` into one log trains the cells ``--seeds 2`` trains, to the same
     events (a part per session or machine), and each part reports its own seeds alone."""
-    from diagevo.log import open_log
 
-    logs = []
-    for name, parts in (("whole", [["--seeds", "2"]]), ("parts", [["--seed", "1"], ["--seed", "0"]])):
-        for part in parts:
-            db = str(tmp_path / f"{name}.db")
-            code, out, err = run_cli(
-                capsys,
-                "ablate",
-                *part,
-                "--rounds",
-                "1",
-                "--world",
-                "all on",
-                "--variant",
-                "full",
-                "--out",
-                db,
-                "--json",
-                *SMALL,
-            )
-            assert code == 0, err
-        with open_log(f"sqlite:///{db}") as store:
-            logs.append({run: [(e.type, e.event_id) for e in store.read(run)] for run in sorted(store.runs())})
-    assert logs[0] == logs[1] and sorted(logs[0]) == ["ablate/all on/full/s0", "ablate/all on/full/s1"]
-    code, out, _ = run_cli(
-        capsys,
-        "ablate",
-        "--seed",
-        "1",
-        "--rounds",
-        "1",
-        "--world",
-        "all on",
-        "--variant",
-        "full",
-        "--out",
-        str(tmp_path / "parts.db"),
-        *SMALL,
-    )
-    assert code == 0 and "(seeds 1, 1 round)" in " ".join(out.split())
+    def ablate(db: Path, *seeds: str, json: bool = True) -> str:
+        cell = ("--rounds", "1", "--world", "all on", "--variant", "full", "--out", str(db), *SMALL)
+        code, out, err = run_cli(capsys, "ablate", *seeds, *cell, *(["--json"] if json else []))
+        assert code == 0, err
+        return out
+
+    ablate(tmp_path / "whole.db", "--seeds", "2")
+    ablate(tmp_path / "parts.db", "--seed", "1")
+    ablate(tmp_path / "parts.db", "--seed", "0")
+    whole, parts = (_logged(f"sqlite:///{tmp_path / name}.db") for name in ("whole", "parts"))
+    assert whole == parts and sorted(whole) == ["ablate/all on/full/s0", "ablate/all on/full/s1"]
+    out = ablate(tmp_path / "parts.db", "--seed", "1", json=False)
+    assert "(seeds 1, 1 round)" in " ".join(out.split())
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
