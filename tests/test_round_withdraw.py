@@ -10,6 +10,7 @@ import pytest
 
 import diagevo
 from diagevo.diagnosis.pipeline import failure_inputs
+from diagevo.report.data import load_run
 from diagevo.rounds import OutOfOrder, ProtocolError, commit_counts
 from diagevo.views.stats import count_rounds
 from tests.test_cli_memory import assert_one_line_error, run_cli
@@ -61,6 +62,22 @@ def test_a_withdrawn_batch_leaves_the_round_as_if_never_recorded(store: diagevo.
 
     [f] = failure_inputs(store, RUN, 1)
     assert f.response == "the real \\boxed{4}"
+    asked = {(q.round, q.mode): q.n for q in load_run(store, RUN).questions}  # the report's question figures
+    assert asked == {(q.round, q.mode): q.n for q in load_run(store, "plain").questions} and asked[(1, "all")] == 4
+
+
+def test_the_next_step_after_every_question_is_withdrawn_is_to_record(store: diagevo.Recorder) -> None:
+    """A round whose only batch was withdrawn reads as one with no question: a resumed trainer
+    records again, it does not promote nothing."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    rnd = diagevo.Round.open(store, RUN)
+    assert rnd.next_step == "record"
+    batch = rnd.record(candidates(rnd, "5")).batch
+    assert batch is not None and rnd.next_step == "promote"
+    rnd.withdraw(batch)
+    assert rnd.next_step == "record"
+    rnd.record(candidates(rnd, "5", n=2))
+    assert rnd.next_step == "promote"
 
 
 def test_withdrawing_after_the_commit_an_unknown_batch_or_twice_is_refused(store: diagevo.Recorder) -> None:

@@ -44,6 +44,7 @@ from diagevo.views.stats import (
     round_stats,
 )
 from diagevo.views.stories import Story, cause_stories, story_events
+from diagevo.views.withdrawn import Withdrawn
 
 # the round's phases as the paper's Table 6 names its components
 PHASES = {
@@ -173,12 +174,14 @@ def _scan(store: EventReader, run: str) -> _Scanned:
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e.data for e in store.rows(run, types=_SHOWN_TEXTS, texts=True)}
-    for seq, rnd, etype, data, version in store.rows(run):
+    withdrawn = Withdrawn.of(store, run)  # a withdrawn batch's questions were never recorded
+    for row in store.rows(run):
+        seq, rnd, etype, data, version = row
         data = shown.get(seq, data)
         found.rows.append((seq, rnd, etype, data, version))
         found.last_seq = seq
         cls = CATALOG[etype]
-        if cls in _SCANNED:  # the others are told by the stories alone
+        if cls in _SCANNED and not withdrawn.holds(row):  # the others are told by the stories alone
             found.take(rnd, cls.from_stored(data, version))
     if not found.rows:
         raise InvariantError(f"run {run!r} has no events")

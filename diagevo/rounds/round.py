@@ -66,6 +66,7 @@ from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory, passer
 from diagevo.views.stats import count_rounds
 from diagevo.views.typed import of_type
+from diagevo.views.withdrawn import Withdrawn
 
 NO_QUESTION = (
     "no question is recorded in it (deciding its promotions closes its evidence); record its questions first, "
@@ -149,7 +150,7 @@ class Round:
         if t not in st.started:
             return "open"
         if t not in st.promoted:
-            return "promote" if self.store.count(run, in_round=t, types=(QuestionScored,)) else "record"
+            return "promote" if self._questions_standing() else "record"
         rows = list(self.store.rows(run, in_round=t, types=DIAGNOSIS_STATE_TYPES))
         pending, failed, total = diagnosis_state(rows)
         if pending or self.config.diagnosis.too_many_failed(len(failed), total):
@@ -157,6 +158,14 @@ class Round:
         if not total and not self.store.count(run, in_round=t, types=(MetricsRecorded,)):
             return "record_failures"
         return "commit"
+
+    def _questions_standing(self) -> bool:
+        """Whether a recorded question of the round stands (a withdrawn batch was never recorded)."""
+        run, t = self.run, self.t
+        if not self.store.count(run, in_round=t, types=(QuestionScored,)):
+            return False
+        withdrawn = Withdrawn.of(self.store, run, t)
+        return any(True for _ in withdrawn.standing(self.store.rows(run, in_round=t, types=(QuestionScored,))))
 
     def event(self, key: str, event: Event) -> EventIn:
         """``event`` of this round, under the id ``key`` gives it (the same on every retry)."""
