@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagevo.catalog import Event
+from diagevo.catalog import Event, PhaseCompleted
+from diagevo.catalog.bookkeeping import PHASE_FIGURES
 from diagevo.schemas import EventIn, validate_event
 
 
@@ -116,3 +117,10 @@ class Log:
         import json
 
         return "".join(json.dumps(e.model_dump(mode="json")) + "\n" for e in self._events)
+
+
+def phase_figures(phase: PhaseCompleted) -> dict[str, Any]:
+    """A phase's declared figures and the trainer's others in one mapping, as a test asserts on
+    them (``steps`` is a field since version 3, ``loss`` stays in ``stats``)."""
+    declared = phase.model_dump(include=set(PHASE_FIGURES), exclude_none=True)
+    return {"seconds": phase.seconds, **declared, **(phase.stats or {})}

@@ -25,6 +25,7 @@ from diagevo.views.checkpoints import checkpoint_path
 from diagevo.views.typed import of_type
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
+from tests.logs import phase_figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -85,7 +86,7 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
     cfg, store, run, reports, backend, tmp = tiny_round
     (report,) = reports
     events = list(store.read(run, texts=True))
-    phases = {p.phase: {"seconds": p.seconds, **(p.stats or {})} for p in of_type(PhaseCompleted, events)}
+    phases = {p.phase: phase_figures(p) for p in of_type(PhaseCompleted, events)}
     assert set(phases) == {"challenger", "construct", "solver", "diagnose"}
     for phase in ("challenger", "solver"):
         for key in ("loss", "kl", "reward", "completion_length"):

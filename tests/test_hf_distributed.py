@@ -18,6 +18,7 @@ from diagevo.catalog import PhaseCompleted  # noqa: E402
 from diagevo.curriculum.reward import challenger_rewards  # noqa: E402
 from diagevo.views.typed import of_type  # noqa: E402
 from tests.dist_rewards import P1, SHARDS  # noqa: E402
+from tests.logs import phase_figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,7 +127,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
     assert len(ids) == len(set(ids))
     assert sum(e.type == "run.started" for e in events) == 1
     assert sum(e.type == "round.committed" for e in events) == 1
-    phases = [{"phase": p.phase, **(p.stats or {})} for p in of_type(PhaseCompleted, events)]
+    phases = [{"phase": p.phase, **phase_figures(p)} for p in of_type(PhaseCompleted, events)]
     assert sorted(p["phase"] for p in phases) == ["challenger", "construct", "diagnose", "solver"]
     trained = {p["phase"]: p for p in phases if p["phase"] in ("challenger", "solver")}
     assert all(p["processes"] == 2 and p["steps"] >= 1 and "reward" in p for p in trained.values())
@@ -167,7 +168,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
         store.close()
     assert sum(e.type == "round.committed" for e in second) == 1
     assert sum(e.type == "checkpoint.written" for e in second) == 2
-    done = [p.stats or {} for p in of_type(PhaseCompleted, second)]
+    done = [phase_figures(p) for p in of_type(PhaseCompleted, second)]
     assert all(s["processes"] == 2 for s in done if "processes" in s)
     assert sum(e.type == "question.generated" for e in second) <= 4  # train.curriculum_questions of the run
 

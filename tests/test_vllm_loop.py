@@ -29,6 +29,7 @@ from diagevo.catalog import PhaseCompleted, QuestionGenerated, RoundCommitted
 from diagevo.generation.vllm_server import own_environment  # noqa: E402
 from diagevo.log import open_log
 from tests.hf_fixtures import smollm2_model  # noqa: E402
+from tests.logs import phase_figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(2400)]
@@ -99,7 +100,7 @@ def test_two_rounds_on_one_real_vllm_engine(tmp_path: Path) -> None:
 
     with open_log(db) as store:
         commits = list(store.read("v", types=(RoundCommitted,)))
-        phases = {(e.round, e.event.phase): e.event.stats or {} for e in store.read("v", types=(PhaseCompleted,))}
+        phases = {(e.round, e.event.phase): phase_figures(e.event) for e in store.read("v", types=(PhaseCompleted,))}
         questions = [e for e in store.read("v", types=(QuestionGenerated,))]
     assert [e.round for e in commits] == [1, 2]
     for t in (1, 2):
