@@ -4,11 +4,12 @@ process, and compares the weights and the held-out accuracy per skill.
     python benchmarks/mini_build_repeat.py --steps 200 --out /tmp/repeat
     python benchmarks/mini_build_repeat.py --steps 1600 --only "1 thread" --only "2 threads"
 
-The builds: one torch thread twice (the same machine, the same kernels: the same bytes?), two
-threads (another reduction order in the matrix products), and one thread with the CPU's vector
-kernels pinned down (``ATEN_CPU_CAPABILITY``, MKL's ``MKL_CBWR``: what another machine's processor
-would pick), each against the first. A pair is the same when every weight tensor is equal byte for
-byte; otherwise the table gives the largest weight difference and each skill's held-out accuracy.
+The builds: one torch thread twice (the default AVX2 kernels: the same bytes?), two threads
+(another reduction order in the matrix products), one thread on the processor's own kernels
+(``--kernels native``: what the build ran before the kernels were pinned) and one on torch's and
+MKL's portable ones (``ATEN_CPU_CAPABILITY=default``, ``MKL_CBWR=COMPATIBLE``), each against the
+first. A pair is the same when every weight tensor is equal byte for byte; otherwise the table
+gives the largest weight difference and each skill's held-out accuracy.
 """
 
 from __future__ import annotations
@@ -21,19 +22,21 @@ import sys
 import time
 from pathlib import Path
 
-BUILDS: dict[str, tuple[int, dict[str, str]]] = {
-    "1 thread": (1, {}),
-    "1 thread, again": (1, {}),
-    "2 threads": (2, {}),
-    "1 thread, AVX2 kernels": (1, {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}),
-    "1 thread, portable kernels": (1, {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}),
+NATIVE = ["--kernels", "native"]
+BUILDS: dict[str, tuple[int, dict[str, str], list[str]]] = {
+    "1 thread": (1, {}, []),
+    "1 thread, again": (1, {}, []),
+    "2 threads": (2, {}, []),
+    "1 thread, native kernels": (1, {}, NATIVE),
+    "1 thread, portable kernels": (1, {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}, NATIVE),
 }
 
 
-def build(out: Path, steps: int, threads: int, env: dict[str, str]) -> float:
+def build(out: Path, steps: int, threads: int, env: dict[str, str], args: list[str]) -> float:
     started = time.perf_counter()
     cmd = [sys.executable, "-m", "diagevo.cli.app", "models", "mini", "--out", str(out), "--threads", str(threads)]
-    subprocess.run([*cmd, "--steps", str(steps), "--json"], check=True, env={**os.environ, **env}, capture_output=True)
+    done = [*cmd, "--steps", str(steps), *args, "--json"]
+    subprocess.run(done, check=True, env={**os.environ, **env}, capture_output=True)
     return time.perf_counter() - started
 
 
@@ -63,9 +66,9 @@ def main() -> None:
     names = args.only or list(BUILDS)
     rows = []
     for name in names:
-        threads, env = BUILDS[name]
+        threads, env, extra = BUILDS[name]
         out = args.out / name.replace(" ", "-").replace(",", "")
-        seconds = build(out, args.steps, threads, env) if not (out / "mini.json").is_file() else float("nan")
+        seconds = build(out, args.steps, threads, env, extra) if not (out / "mini.json").is_file() else float("nan")
         rows.append((name, out, seconds))
     base = rows[0][1]
     skills = list(accuracy(base))

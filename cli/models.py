@@ -62,6 +62,13 @@ def mini(
         typer.Option("--mix", help="SKILL=WEIGHT: a skill's warm-up weight in place of world.json's (repeatable)."),
     ] = None,
     device: Annotated[str, typer.Option("--device", help="Where the warm-up runs: cpu, or cuda on a GPU.")] = "cpu",
+    kernels: Annotated[
+        str,
+        typer.Option(
+            "--kernels",
+            help="On a CPU: avx2 (the same pair on any x86 processor with AVX2) or native (the processor's own).",
+        ),
+    ] = "avx2",
     json: JsonOpt = False,
 ) -> None:
     """Build the mini world's pair: a 0.8M-parameter character-level Qwen3 warmed up on answer-only
@@ -75,9 +82,17 @@ def mini(
             raise BadInput(f"--mix: expected SKILL=WEIGHT, not {item!r}") from None
     try:
         given = {"steps": steps, "skills": tuple(skills) if skills else None, "mix": tuple(weights) or None}
-        spec = MiniSpec(seed=seed, threads=threads, device=device, **{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
+        spec = MiniSpec(
+            seed=seed,
+            threads=threads,
+            device=device,
+            kernels=kernels,
+            **{k: v for k, v in given.items() if v is not None},  # type: ignore[arg-type]
+        )
     except ValueError as exc:
-        option = "mix" if "mix weight" in str(exc) else "device" if "device" in str(exc) else "skill"
+        said = str(exc)
+        starts = {"a mix": "mix", "the device": "device", "kernels": "kernels"}
+        option = next((o for start, o in starts.items() if said.startswith(start)), "skill")
         raise BadInput(f"--{option}: {exc}") from None
     with progress_for(console, enabled=not json) as progress:
         report = build_mini(out, spec, progress)

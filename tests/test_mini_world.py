@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -215,6 +221,7 @@ def test_a_build_s_mix_replaces_the_world_s_weights_only_where_given() -> None:
         (["--mix", "add_c"], "--mix: expected SKILL=WEIGHT, not 'add_c'"),
         (["--mix", "div=2"], "--mix: a mix weight is SKILL=W"),
         (["--device", "tpu"], "--device: the device is cpu, cuda or cuda:N, not 'tpu'"),
+        (["--kernels", "sse"], "--kernels: kernels are avx2 or native, not 'sse'"),
     ],
 )
 def test_a_bad_mix_or_device_is_one_line_and_builds_nothing(args: list[str], said: str, tmp_path, capsys) -> None:  # noqa: ANN001
@@ -222,4 +229,44 @@ def test_a_bad_mix_or_device_is_one_line_and_builds_nothing(args: list[str], sai
 
     code, _, err = run_cli(capsys, "models", "mini", "--out", str(tmp_path / "pair"), *args)
     assert code == 1 and said in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "pair").exists()
+
+
+def _built(out: Path, env: dict[str, str]) -> tuple[dict[str, bytes], dict[str, object]]:
+    """A 20-step one-skill pair built by ``diagevo models mini`` in a fresh process: its weight
+    files' bytes and what mini.json measured."""
+    cmd = [sys.executable, "-m", "diagevo.cli.app", "models", "mini", "--out", str(out), "--steps", "20"]
+    done = subprocess.run([*cmd, "--skill", "add_c", "--json"], capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    weights = {p.name: p.read_bytes() for p in sorted((out / "solver").glob("*.safetensors"))}
+    return weights, json.loads((out / "mini.json").read_text())["measured"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="AVX2 kernels are x86's")
+def test_the_pinned_kernels_are_set_before_the_builds_first_operation(tmp_path: Path) -> None:
+    """The build pins torch's and MKL's kernels itself: the same bytes as a build whose process
+    started with them pinned (the settings an AVX2 machine's native build matched)."""
+    from diagevo.train.mini.kernels import PINNED
+
+    plain = {k: v for k, v in os.environ.items() if k not in PINNED}
+    pinned, measured = _built(tmp_path / "pinned", plain)
+    assert measured["kernels"] == "AVX2"
+    at_start, _ = _built(tmp_path / "at-start", {**plain, **PINNED})
+    assert pinned and pinned == at_start
+
+
+def test_pinned_kernels_are_refused_once_torch_chose_others(tmp_path: Path) -> None:
+    """A process whose torch already ran on other kernels cannot pin them: one line, nothing built."""
+    import torch
+
+    from diagevo.errors import BadInput
+    from diagevo.train.mini.build import MiniSpec, build_mini
+
+    torch.ones(2) + 1  # noqa: B018  (torch's first operation in this process, if none ran yet)
+    running = str(torch.backends.cpu.get_cpu_capability())
+    if running == "AVX2":
+        pytest.skip("this process runs the AVX2 kernels: pinning them is no change")
+    with pytest.raises(BadInput, match=rf"^kernels 'avx2': this process runs torch's {running} kernels"):
+        build_mini(tmp_path / "pair", MiniSpec(skills=("add_c",), steps=1))
     assert not (tmp_path / "pair").exists()

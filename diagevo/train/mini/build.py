@@ -31,6 +31,7 @@ from diagevo.model_dirs import MINI_RECORD
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.train.hf import warm
 from diagevo.train.mini import world as w
+from diagevo.train.mini.kernels import KERNELS, pin_kernels
 from diagevo.train.mini.tokenizer import EOS, build_tokenizer, challenger_prompt
 
 
@@ -57,6 +58,7 @@ class MiniSpec:
     probes: int = 24  # challenger samples per cause (and per skill, free) when measuring targeting
     mix: tuple[tuple[str, float], ...] = ()  # (skill, weight) in place of world.json's warm-up weight
     device: str = "cpu"  # where the warm-up runs (cuda on a GPU machine: the pair is built there, not carried)
+    kernels: str = "avx2"  # on a CPU: the same vector kernels on any x86 processor (kernels.py), or "native"
 
     def __post_init__(self) -> None:
         known = w.world().skills
@@ -65,6 +67,8 @@ class MiniSpec:
             raise ValueError(f"skills must be some of {sorted(known)}, not {list(self.skills)}")
         if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
             raise ValueError(f"the device is cpu, cuda or cuda:N, not {self.device!r}")
+        if self.kernels not in KERNELS:
+            raise ValueError(f"kernels are {' or '.join(KERNELS)}, not {self.kernels!r}")
         for skill, weight in self.mix:
             if skill not in self.skills or not weight > 0:
                 raise ValueError(
@@ -88,6 +92,7 @@ class MiniReport:
     targeted_share: dict[str, float] = field(default_factory=dict)  # cause -> share of its skill
     free_share: dict[str, float] = field(default_factory=dict)  # skill -> share among free questions
     valid: float = 0.0  # share of challenger samples that parse as a question of the world
+    kernels: str = ""  # the vector kernels torch ran the warm-up on (AVX2, AVX512), or the device
 
 
 def _solver_rows(
@@ -183,6 +188,7 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
     quiet_libraries()
     out = Path(out)
     refuse_filled(out)
+    kernels = pin_kernels(spec.kernels) if spec.device == "cpu" else spec.device  # before any operation
     started = time.perf_counter()
     threads = torch.get_num_threads()
     torch.set_num_threads(spec.threads)  # one thread: with the other core busy, two were 8x slower
@@ -230,6 +236,7 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
         )
         report = measure(model, tok, heldout, _graded(validation), spec.skills, spec.probes)
         report.seconds = round(time.perf_counter() - started, 1)
+        report.kernels = kernels
         mix = dict(zip(pools, weights, strict=True))
         record = json.dumps(
             {"spec": asdict(spec), "mix": mix, "measured": asdict(report), "validation": validation}, indent=1
