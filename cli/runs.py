@@ -33,8 +33,8 @@ STATUS_STYLE = {
 def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
     """List the runs: id, trainer, status (complete, in progress, interrupted: diagevo train's,
     resumable; open round t: another trainer's, waiting for it; forked: not continued; what-if:
-    a run's memory re-decided under other settings, memory whatif; and each row no reader can
-    take, which its readers pass over: unreadable at seq N), rounds
+    a run's memory re-decided under other settings, memory whatif; and each row its readers
+    pass over, unreadable or refused by the rules: passed over at seq N, and why), rounds
     committed of those asked for, created, forked from, tags, notes, the config fields that differ
     from the defaults."""
     if ctx.invoked_subcommand is not None:
@@ -78,8 +78,11 @@ def runs(ctx: typer.Context, db: DbOpt = None, json: JsonOpt = False) -> None:
             status.append(f"\n{r.writer}", style="dim")
         elif r.open_round is not None and not r.status.startswith("open"):
             status.append(f"\nround {r.open_round} open", style="dim")
-        for passed in r.passed_over:  # a row no reader can take: memory verify names every one
-            status.append(f"\nunreadable at seq {passed['seq']} (passed over)", style="yellow")
+        for passed in r.passed_over:  # a row its readers pass over, and why: memory verify names every one
+            status.append(
+                f"\npassed over at seq {passed['seq']}: {plain(shorten(str(passed['why']), 64), limit=None)}",
+                style="yellow",
+            )
         table.add_row(card, status, rounds, r.created[:16].replace("T", " "))
     console.print(table)
 

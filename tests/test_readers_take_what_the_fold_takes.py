@@ -149,6 +149,8 @@ def test_a_forged_fork_marker_makes_no_fork(forged: Forged) -> None:
     assert row["forked_from"] is None and row["status"] not in ("forked", "what-if"), row
     assert [p["seq"] for p in row["passed_over"]] == [seq], row
     assert passed(seq, "run forked at its opening: run.forked (source round 1) does not follow") in err, err
+    code, out, _ = cli("runs", "--db", forged.db)  # the table says why, not "unreadable"
+    assert code == 0 and f"passed over at seq {seq}:" in out and "unreadable" not in out, out
     code, _, err = cli("round", "requests", "--run", RUN, "--n", "2", "--db", forged.db)
     assert code == 0, err
     code, out, _ = cli("memory", "verify", "--run", RUN, "--db", forged.db)

@@ -96,7 +96,7 @@ def test_diagevo_runs_shows_every_run_past_an_unreadable_one(db: str, capsys: py
     why = "its data cannot be read: a number beyond a double's range"
     assert found == {"base": ("complete", [{"seq": seq, "why": why}]), "other": ("complete", [])}
     code, out, err = run_cli(capsys, "runs", "--db", db)
-    assert code == 0 and "other" in out and f"unreadable at seq {seq}" in out
+    assert code == 0 and "other" in out and f"passed over at seq {seq}: " in out
     assert f"run 'base', seq {seq}: passed over: {why}" in err
 
 
