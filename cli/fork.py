@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -19,6 +20,7 @@ from diagevo.cli.common import (
 )
 from diagevo.cli.safe import text
 from diagevo.fork import diff_runs, fork_run
+from diagevo.results.runs import RunDiff
 from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
 from diagevo.text.words import plural, times
 
@@ -71,31 +73,32 @@ def diff(
     if len(runs) != 2:
         raise CLIError(f"give --run exactly twice (--run A --run B), not {times(len(runs))}")
     with open_store(db, readonly=True) as store:
-        d = diff_runs(store, runs[0], runs[1], at_round).to_dict()
+        d = diff_runs(store, runs[0], runs[1], at_round)
     if json:
-        emit_json(d)
+        emit_json(d.to_dict())
         return
-    console.print(_schedule_table(d, runs[0], runs[1]))
-    _print_differing_causes(d, runs[0], runs[1])
-    _print_one_sided(d, runs)
+    console.print(_schedule_table(d))
+    _print_differing_causes(d)
+    _print_one_sided(d)
 
 
-def _schedule_table(d: dict[str, Any], a: str, b: str) -> Table:
+def _schedule_table(d: RunDiff) -> Table:
     """F_t, ε and the memory's counts of the two runs side by side."""
     sched = Table(title="schedule", title_justify="left")
     sched.add_column("")
-    sched.add_column(text(a), justify="right")
-    sched.add_column(text(b), justify="right")
+    for run in d.runs:
+        sched.add_column(text(run), justify="right")
     for key in ("round", "k", "F", "epsilon_next", "causes", "active", "mastered", "nodes"):
-        va, vb = d["schedule"][a][key], d["schedule"][b][key]
+        va, vb = (getattr(row, key) for row in d.schedule)
         fmt = (lambda v: f"{v:.3f}") if isinstance(va, float) else str
         sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
     return sched
 
 
-def _print_differing_causes(d: dict[str, Any], a: str, b: str) -> None:
+def _print_differing_causes(d: RunDiff) -> None:
     """The causes (matched by the event that created them) whose state or frequency differ."""
-    n = len(d["causes_differing"])
+    a, b = d.runs
+    n = len(d.causes_differing)
     matched = "causes matched by the event that created them, not by id"
     if not n:
         console.print(text(f"no cause differs in state or frequency ({matched})"))
@@ -103,26 +106,24 @@ def _print_differing_causes(d: dict[str, Any], a: str, b: str) -> None:
     causes = Table(title=text(f"{plural(n, 'cause')} {'differs' if n == 1 else 'differ'}"), title_justify="left")
     for h in ("cause", a, b, "description"):
         causes.add_column(text(h), overflow="fold")
-    for c in d["causes_differing"]:
+    for c in d.causes_differing:
+        sa, sb = c.sides
         causes.add_row(
-            text(c["cause_id"]),
-            f"{c[a]['state']} f={c[a]['frequency']}",
-            f"{c[b]['state']} f={c[b]['frequency']}",
-            text(c["description"]),
+            text(c.cause_id), f"{sa.state} f={sa.frequency}", f"{sb.state} f={sb.frequency}", text(c.description)
         )
     console.print(causes)
     console.print(text((matched, "dim")))
 
 
-def _print_one_sided(d: dict[str, Any], runs: list[str]) -> None:
+def _print_one_sided(d: RunDiff) -> None:
     """What one run has and the other lacks, and the ids that name different things in each."""
-    for run in runs:  # wrapped at the terminal; a long list cut (--json has every id)
+    for run in d.runs:  # wrapped at the terminal; a long list cut (--json has every id)
         console.print(
-            text(f"only in {run}: causes {_some(d['causes_only_in'][run])}; nodes {_some(d['nodes_only_in'][run])}")
+            text(f"only in {run}: causes {_some(d.causes_only_in[run])}; nodes {_some(d.nodes_only_in[run])}")
         )
     clashes = (
-        (d["same_node_id_differs"], "node id", "skill node"),
-        ([c["cause_id"] for c in d["same_id_differs"]], "id", "cause"),
+        (d.same_node_id_differs, "node id", "skill node"),
+        ([c.cause_id for c in d.same_id_differs], "id", "cause"),
     )
     for ids, noun, thing in clashes:
         if ids:
@@ -135,7 +136,7 @@ LISTED = 20
 """Ids a line of ``memory diff`` lists before it says how many more there are."""
 
 
-def _some(ids: list[str]) -> str:
+def _some(ids: Sequence[str]) -> str:
     """``C1, C2, ...`` cut after :data:`LISTED` ids with the count of the rest; ``-`` for none."""
     if not ids:
         return "-"

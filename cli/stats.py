@@ -4,6 +4,7 @@ step), as a table, a file, a follow, or the paper's Figure 3b."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -235,7 +236,7 @@ def plot(
     with open_store(db, readonly=True) as store:
         result = queries.lifecycle(store, run)
     run_id = result.run
-    rows: list[dict[str, Any]] = [dict(r) for r in result.series]  # the memory's columns: numbers
+    rows: list[dict[str, Any]] = [asdict(r) for r in result.series]  # the memory's columns: numbers
     if not rows:
         if out is not None:
             raise CLIError(f"run {run_id} has no committed round yet: nothing to plot, {out} not written")
@@ -253,23 +254,23 @@ def plot(
     if json:
         emit_json(result.to_dict())
         return
-    top = max(1, *(r["active"] + r["mastered"] for r in rows))
+    top = max(1, *(r.active + r.mastered for r in result.series))
     # a row is "round NNN " + bar + " act NNNN mas NNNN nod NNN ε 0.000": the bar takes what is left
     width = max(10, min(50, console.width - 10 - 36))
     console.print(
         text(("█", "yellow"), " active  ", ("▒", "green"), f" mastered   (run {run_id}; bar: causes, at most {top})"),
         soft_wrap=True,
     )
-    for r in rows:
-        a = round(width * r["active"] / top)
-        m = round(width * r["mastered"] / top)
+    for r in result.series:
+        a = round(width * r.active / top)
+        m = round(width * r.mastered / top)
         console.print(
             text(
-                f"round {r['round']:>3} ",
+                f"round {r.round:>3} ",
                 ("█" * a, "yellow"),
                 ("▒" * m, "green"),
                 " " * (width - a - m),
-                f" act {r['active']:>4} mas {r['mastered']:>4} nod {r['nodes']:>3} ε {r['epsilon_next']:.3f}",
+                f" act {r.active:>4} mas {r.mastered:>4} nod {r.nodes:>3} ε {r.epsilon_next:.3f}",
             )
         )
     console.print(text(("act: active causes  mas: mastered  nod: skill nodes  ε: ε_t+1", "dim")))

@@ -27,8 +27,7 @@ from diagevo.interchange import copy_or_pass_over
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.results import Json, JsonRow
-from diagevo.results.runs import Fork, RunDiff
+from diagevo.results.runs import CauseDiffers, CauseSide, Fork, RunDiff, SameIdDiffers, ScheduleRow
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
@@ -111,9 +110,9 @@ def _configured(events: Sequence[EventIn], run: str, t: int, overrides: list[str
     return new_event(RunConfigured(config=config.redacted(), seed=config.train.seed), run=run, at_round=t, event_id=eid)
 
 
-def _cause_row(m: Memory, cid: str) -> dict[str, Json]:
+def _cause_side(m: Memory, cid: str) -> CauseSide:
     c = m.causes[cid]
-    return {"cause_id": cid, "state": c.state.value, "frequency": c.frequency, "node": c.node}
+    return CauseSide(cid, c.state.value, c.frequency, c.node)
 
 
 def _original_id(eid: str, source: str, new: str) -> str:
@@ -175,7 +174,7 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
     key_b = {cid: idb.get(cid, f"id:{cid}") for cid in mb.causes}
     by_key_b = {k: cid for cid, k in key_b.items()}
     order = lambda c: (len(c), c)  # noqa: E731  (C2 before C10)
-    causes: list[JsonRow] = []
+    causes: list[CauseDiffers] = []
     only: dict[str, list[str]] = {a: [], b: []}
     matched_b: set[str] = set()
     for cid in sorted(ma.causes, key=order):
@@ -184,16 +183,10 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
             only[a].append(cid)
             continue
         matched_b.add(other)
-        ra, rb = _cause_row(ma, cid), _cause_row(mb, other)
-        if (ra["state"], ra["frequency"]) != (rb["state"], rb["frequency"]):
-            causes.append(
-                {
-                    "cause_id": cid if cid == other else f"{cid}/{other}",
-                    a: ra,
-                    b: rb,
-                    "description": ma.causes[cid].description,
-                }
-            )
+        ra, rb = _cause_side(ma, cid), _cause_side(mb, other)
+        if (ra.state, ra.frequency) != (rb.state, rb.frequency):
+            both = cid if cid == other else f"{cid}/{other}"
+            causes.append(CauseDiffers(both, (ra, rb), ma.causes[cid].description))
     only[b] = sorted((cid for cid in mb.causes if cid not in matched_b), key=order)
     same_id = sorted((cid for cid in set(ma.causes) & set(mb.causes) if key_a[cid] != key_b[cid]), key=order)
     nia, nib = identities(store, a, NodeCreated), identities(store, b, NodeCreated)
@@ -201,27 +194,20 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
     nodes_b = {nid: nib.get(nid, f"id:{nid}") for nid in mb.nodes}
     node_keys_a, node_keys_b = set(nodes_a.values()), set(nodes_b.values())
 
-    def schedule_row(m: Memory) -> JsonRow:
+    def schedule_row(m: Memory) -> ScheduleRow:
         s = schedule(m)
-        return {
-            "round": m.committed,
-            "F": s.F,
-            "epsilon_next": s.epsilon,
-            "k": m.k,
-            "causes": len(m.causes),
-            "active": len(m.active()),
-            "mastered": len(m.mastered()),
-            "nodes": len(m.nodes),
-        }
+        return ScheduleRow(
+            m.committed, s.F, s.epsilon, m.k, len(m.causes), len(m.active()), len(m.mastered()), len(m.nodes)
+        )
 
     return RunDiff(
         runs=(a, b),
         t=at_round,
-        schedule={a: schedule_row(ma), b: schedule_row(mb)},
+        schedule=(schedule_row(ma), schedule_row(mb)),
         causes_differing=causes,
         causes_only_in=only,
         same_id_differs=[
-            {"cause_id": cid, a: ma.causes[cid].description, b: mb.causes[cid].description} for cid in same_id
+            SameIdDiffers(cid, (ma.causes[cid].description, mb.causes[cid].description)) for cid in same_id
         ],
         nodes_only_in={
             a: sorted((n for n, k in nodes_a.items() if k not in node_keys_b), key=order),

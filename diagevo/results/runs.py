@@ -3,10 +3,53 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from diagevo.results import JsonRow, Result
+from diagevo.results import Result
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """A run's schedule at the round compared (F_t, ε_{t+1}, k) and its memory's sizes."""
+
+    round: int
+    F: float
+    epsilon_next: float
+    k: float
+    causes: int
+    active: int
+    mastered: int
+    nodes: int
+
+
+@dataclass(frozen=True)
+class CauseSide:
+    """A matched cause as one run holds it: its id there, state, frequency and node."""
+
+    cause_id: str
+    state: str
+    frequency: int
+    node: str | None
+
+
+@dataclass(frozen=True)
+class CauseDiffers:
+    """A cause matched in both runs whose state or frequency differ: each run's side, in the
+    order of :attr:`RunDiff.runs` (``cause_id`` is ``A/B`` where the ids differ)."""
+
+    cause_id: str
+    sides: tuple[CauseSide, CauseSide]
+    description: str
+
+
+@dataclass(frozen=True)
+class SameIdDiffers:
+    """One id naming a different cause in each run (created after the fork): each description,
+    in the order of :attr:`RunDiff.runs`."""
+
+    cause_id: str
+    descriptions: tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -17,22 +60,29 @@ class RunDiff:
 
     runs: tuple[str, str]
     t: int | None
-    schedule: Mapping[str, JsonRow]  # run -> F_t, ε_{t+1}, k, and the memory's sizes
-    causes_differing: Sequence[JsonRow]
+    schedule: tuple[ScheduleRow, ScheduleRow]  # in the order of runs
+    causes_differing: Sequence[CauseDiffers]
     causes_only_in: Mapping[str, Sequence[str]]
-    same_id_differs: Sequence[JsonRow]
+    same_id_differs: Sequence[SameIdDiffers]
     nodes_only_in: Mapping[str, Sequence[str]]
     same_node_id_differs: Sequence[str]
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON ``memory diff --json`` prints: each run's part under its name."""
+        a, b = self.runs
         return {
             "runs": list(self.runs),
             "round": self.t,
             "matched_by": "creating event",
-            "schedule": {run: dict(row) for run, row in self.schedule.items()},
-            "causes_differing": [dict(r) for r in self.causes_differing],
+            "schedule": {run: asdict(row) for run, row in zip(self.runs, self.schedule, strict=True)},
+            "causes_differing": [
+                {"cause_id": c.cause_id, a: asdict(c.sides[0]), b: asdict(c.sides[1]), "description": c.description}
+                for c in self.causes_differing
+            ],
             "causes_only_in": {run: list(ids) for run, ids in self.causes_only_in.items()},
-            "same_id_differs": [dict(r) for r in self.same_id_differs],
+            "same_id_differs": [
+                {"cause_id": c.cause_id, a: c.descriptions[0], b: c.descriptions[1]} for c in self.same_id_differs
+            ],
             "nodes_only_in": {run: list(ids) for run, ids in self.nodes_only_in.items()},
             "same_node_id_differs": list(self.same_node_id_differs),
         }

@@ -21,11 +21,23 @@ class RunStats(Result):
 
 
 @dataclass(frozen=True)
+class LifecycleRow:
+    """The memory after a committed round: its Active and Mastered causes, nodes, F_t and ε_{t+1}."""
+
+    round: int
+    active: int
+    mastered: int
+    nodes: int
+    F: float
+    epsilon_next: float
+
+
+@dataclass(frozen=True)
 class Lifecycle(Result):
-    """``memory plot --json``: per committed round, Active, Mastered, nodes, F_t and ε_{t+1}."""
+    """``memory plot --json``: the memory's lifecycle, a row per committed round."""
 
     run: str
-    series: Sequence[JsonRow]
+    series: Sequence[LifecycleRow]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
-from diagevo.results.stats import GrpoSteps, Lifecycle, RunStats
+from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, RunStats
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.checkpoints import checkpoint_log
@@ -157,4 +157,4 @@ def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
     """The memory's lifecycle per committed round: Active, Mastered, nodes, F_t, ε_{t+1}."""
     run_id = resolve_run(store, run)
     rows = round_stats(store, run_id)
-    return Lifecycle(run=run_id, series=[{k: r[k] for k in MEMORY_COLUMNS} for r in rows])
+    return Lifecycle(run=run_id, series=[LifecycleRow(**{k: r[k] for k in MEMORY_COLUMNS}) for r in rows])
