@@ -34,7 +34,7 @@ from diagevo.catalog import (
     RunStarted,
 )
 from diagevo.errors import BadInput
-from diagevo.memory.state import Cause, CauseState, Memory, Node
+from diagevo.memory.state import Cause, CauseState, Memory, Node, id_number
 from diagevo.text.parsing import config_k
 
 Row = tuple[int, int, str, Mapping[str, Any], int]  # (seq, round, type, data, schema_version)
@@ -167,12 +167,12 @@ class Draft:
                     raise InvariantError(f"cause {cause_id!r} created twice")
                 self._node(node_id)
                 self._causes_w()[cause_id] = Cause(cause_id, node_id, description, CauseState.ACTIVE, 1, t)
-                self.n_causes_created += 1
+                self.n_causes_created = max(self.n_causes_created + 1, id_number("C", cause_id))
             case NodeCreated(node_id=node_id, label=label):
                 if node_id in self._nodes:
                     raise InvariantError(f"node {node_id!r} created twice")
                 self._nodes_w()[node_id] = Node(node_id, label)
-                self.n_nodes_created += 1
+                self.n_nodes_created = max(self.n_nodes_created + 1, id_number("N", node_id))
             case NodesMerged():
                 self._merge(event)
             case RoundCommitted():

@@ -20,6 +20,15 @@ class CauseState(StrEnum):
     MASTERED = "mastered"
 
 
+def id_number(prefix: str, given: str) -> int:
+    """The number of an id the memory gives (``C18`` -> 18; 0 for an id of another shape, or of
+    more than nine digits): the fold keeps its counter at least this high, so a log one of whose
+    creations was passed over (the counter one short of the highest id) never hands out an id
+    twice."""
+    digits = given[len(prefix) :] if given.startswith(prefix) else ""
+    return int(digits) if 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit() else 0
+
+
 @dataclass(frozen=True, slots=True)
 class Cause:
     id: str
@@ -91,6 +100,7 @@ class Memory:
         return sorted(self.nodes.values(), key=lambda node: node_order(node.id))
 
     def next_cause_id(self) -> str:
+        """The id the next cause gets: past every id of this shape the memory holds (``id_number``)."""
         return f"C{self.n_causes_created + 1}"
 
     def next_node_id(self) -> str:
