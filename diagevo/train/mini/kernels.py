@@ -42,6 +42,7 @@ def pin_kernels(kernels: str) -> str:
     if running != "AVX2":
         raise BadInput(
             f"kernels 'avx2': this process runs torch's {running} kernels (chosen at its first operation, "
-            "or the processor has no AVX2): build in a fresh process (diagevo models mini) or with kernels 'native'"
+            "or the processor has no AVX2): build in a process that has run no torch operation yet, "
+            "or with kernels 'native'"
         )
     return running
