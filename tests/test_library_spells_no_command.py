@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from diagevo.errors import Argument, BadInput, Call, Fix, Install, Override
+from diagevo.errors import Argument, BadInput, Call, Fix, Override
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBCOMMANDS = "train|memory|round|runs|doctor|diagnose|eval|report|db|models|config|gpu-check|ablate"
@@ -77,7 +77,7 @@ def test_the_scan_finds_a_spelled_command(tmp_path: Path, literal: str) -> None:
 def test_an_error_says_its_fix_in_words_to_python_and_as_a_command_to_the_cli() -> None:
     from diagevo.cli.fixes import message
 
-    need = BadInput("the vllm engine needs vLLM:", Fix.of(Install("gpu"), Override("hf.use_vllm", False)))
+    need = BadInput("the vllm engine needs vLLM:", Fix(otherwise=(Override("hf.use_vllm", False),), extras=("gpu",)))
     assert str(need) == "the vllm engine needs vLLM: install diagevo's gpu extra, or set hf.use_vllm = false"
     spelled = message(need)
     assert spelled.startswith("the vllm engine needs vLLM: `") and "[gpu]" in spelled

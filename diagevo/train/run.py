@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
 from diagevo.doctor import preflight, require
-from diagevo.errors import BadInput, Install, NotFound, Unavailable, open_call, resume_call
+from diagevo.errors import BadInput, Fix, NotFound, Unavailable, open_call, resume_call
 from diagevo.log import EventReader, Recorder
 from diagevo.rounds import OUR_TRAINER, configure_run, run_trainer, start_run, stored_config
 from diagevo.runtime.progress import ProgressFn, no_progress
@@ -47,7 +47,7 @@ def make_backend(config: Config) -> Backend:
         from diagevo.train.hf.backend import HFBackend
     except ImportError as exc:
         raise BackendUnavailable(
-            'backend "hf" needs the hf extra', Install("hf"), aside=True, then=f": {exc}"
+            'backend "hf" needs the hf extra', Fix(extras=("hf",)), aside=True, then=f": {exc}"
         ) from None
     if config.hf.named_errors == "mini":  # the mini world: its named errors, and its questions' answers
         from diagevo.train.mini.world import MiniErrors, truth

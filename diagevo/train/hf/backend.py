@@ -37,7 +37,7 @@ from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
-from diagevo.errors import BadInput, Fix, Install, NotFound, Override, Unavailable
+from diagevo.errors import BadInput, Fix, NotFound, Override, Unavailable
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.generation.local import LocalEngine, check_local_model
@@ -119,7 +119,7 @@ def check_flash_attention() -> None:
     if importlib.util.find_spec("flash_attn") is None:
         raise Unavailable(
             'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA:',
-            Fix.of(Install("gpu"), Override("hf.attn_implementation", "sdpa")),
+            Fix(extras=("gpu",), otherwise=(Override("hf.attn_implementation", "sdpa"),)),
         )
 
 

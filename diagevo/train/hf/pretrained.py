@@ -28,7 +28,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from diagevo.errors import Argument, BadInput, Install, Unavailable, require_use
+from diagevo.errors import Argument, BadInput, Fix, Unavailable, require_use
 from diagevo.files.written import building, refuse_filled
 from diagevo.model_dirs import HELDOUT_FILE, PROVENANCE
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
@@ -124,7 +124,7 @@ def convert(gguf: Path, out: Path, progress: ProgressFn = no_progress) -> dict[s
     try:
         import gguf as _  # noqa: F401  (transformers reads GGUF through it)
     except ImportError:
-        raise Unavailable("reading GGUF needs the gguf package", Install("hf"), aside=True) from None
+        raise Unavailable("reading GGUF needs the gguf package", Fix(extras=("hf",)), aside=True) from None
     directory, name = str(gguf.parent), gguf.name
     progress("load", 0, 3)
     tok = AutoTokenizer.from_pretrained(directory, gguf_file=name)
