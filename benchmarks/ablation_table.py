@@ -12,9 +12,10 @@ checkpoints stay behind): ``--save-cells`` keeps every committed round of every 
 logs' and the cells file's) in a small JSON file, with the pair's per-skill accuracy it started
 from; ``--cells`` reads it back, so the next part (``diagevo ablate --seed N --variant A``) trains
 only the cells missing and the tables are of them all. A cell in a log replaces the file's rows of
-that cell; a file of another pair (other per-skill accuracy) is refused: the pair's build repeats
-byte for byte only on one kind of processor (the mini-world page measures three), so the parts of
-one ablation run where the pair builds the same.
+that cell; a file of another pair (other per-skill accuracy) is refused: ``diagevo models mini``
+builds the same pair on any x86 machine with AVX2 (its warm-up pinned to the AVX2 kernels), a
+``--kernels native`` build only on one kind of processor (the mini-world page measures both), so
+the parts of one ablation run where the pair builds the same.
 
 The mini world's primary outcome, named before any result was known: held-out accuracy after the
 last round, full DiagEvo against no memory (free exploration only), paired by seed, with its 95 %
