@@ -27,6 +27,7 @@ from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
 from diagevo.files.written import TABLE_SUFFIXES, write_replacing, write_rows
 from diagevo.results import JsonRow
+from diagevo.results.stats import PendingRow
 from diagevo.text.words import plural
 from diagevo.views import queries
 from diagevo.views.follow import follow_stats, follow_steps
@@ -145,7 +146,7 @@ def stats(
         return
     with open_store(db, readonly=True) as store:
         result = queries.stats(store, run)
-    run_id, rows = result.run, result.rounds
+    run_id, rows = result.run, [r.to_json() for r in result.rounds]  # the table's columns are by name
     if out is not None:
         write_rows(out, [*COLUMNS, *result.metrics], rows)
     if json:
@@ -210,11 +211,9 @@ def _round_line(row: JsonRow) -> Text:
     return text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True)))
 
 
-def _pending(uncommitted: Sequence[JsonRow]) -> str:
+def _pending(uncommitted: Sequence[PendingRow]) -> str:
     """``; recorded so far: round 0 bench/gsm8k=0.250``: the scores of rounds not committed."""
-    parts = [
-        f"round {m['round']} " + " ".join(f"{k}={_cell(v)}" for k, v in m.items() if k != "round") for m in uncommitted
-    ]
+    parts = [f"round {m.round} " + " ".join(f"{k}={_cell(v)}" for k, v in m.figures.items()) for m in uncommitted]
     return f"; recorded so far: {'; '.join(parts)}" if parts else ""
 
 

@@ -100,5 +100,5 @@ def test_four_ranks_record_and_rank_zero_diagnoses_and_commits(backend) -> None:
         assert metrics["acc"] == pytest.approx(expected) and metrics["reward"] == pytest.approx(1.0)
         diagnosed = Counter(e.event.failure_id for e in events if e.type == "failure.diagnosed")
         assert set(diagnosed.values()) == {1}
-        assert diagevo.stats(store, RUN).rounds[0]["failures"] == total
+        assert diagevo.stats(store, RUN).rounds[0].failures == total
         assert diagevo.verify_run(store, RUN) == []

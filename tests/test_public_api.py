@@ -68,7 +68,7 @@ def test_a_whole_round_with_the_heuristic_from_import_diagevo_alone(tmp_path: Pa
         assert summary.failures == len(LABELS) and summary.new_causes >= 1 and summary.failed == 0
         done = rnd.commit({"acc": 0.5})
         assert done.failures == len(LABELS) and isinstance(done, diagevo.Committed)  # the round.committed event
-        assert diagevo.stats(store, "p").rounds[0]["failures"] == len(LABELS)
+        assert diagevo.stats(store, "p").rounds[0].failures == len(LABELS)
         cause = next(iter(diagevo.load_memory(store, "p").causes))
         story = diagevo.why(store, cause, "p")
         assert story.cause_id == cause and story.timeline[0].kind == "created" and story.more_attributions == 0
@@ -285,7 +285,7 @@ def test_typed_results_print_what_the_json_commands_print(tmp_path: Path, capsys
         stats, shown, plot = diagevo.stats(store, "t"), diagevo.show(store, "t"), queries.lifecycle(store, "t")
         m1 = queries.memory_at(store, 1, "t")
     assert (done.questions, done.failures) == (len(LABELS), len(LABELS))
-    assert stats.run == "t" and stats.metrics == ["acc"] and stats.rounds[0]["acc"] == 0.5
+    assert stats.run == "t" and stats.metrics == ["acc"] and stats.rounds[0].figures["acc"] == 0.5
     assert shown.open_round is None and m1.t == 1 and [c.cause_id for c in m1.causes] == ["C1"]
     assert m1.causes[0].node == m1.nodes[0].node_id and m1.nodes[0].causes == ("C1",)
     for result, command in (
@@ -302,3 +302,16 @@ def test_typed_results_print_what_the_json_commands_print(tmp_path: Path, capsys
     code, out, _ = run_cli(capsys, "memory", "why", "C1", "--run", "t", "--db", db, "--json")
     assert json.loads(out) == json.loads(json.dumps(story.to_dict()))
     assert story.attributions == len(LABELS) - 1  # three sign flips: the first creates C1, two recur on it
+
+
+def test_a_round_row_has_the_statistics_fixed_columns_as_fields() -> None:
+    """``RoundRow``'s fields are the statistics view's fixed columns, in their order: its JSON is
+    the view's row, key for key."""
+    from dataclasses import fields
+
+    from diagevo.results.stats import RoundRow
+    from diagevo.views.stats import COLUMNS
+
+    assert tuple(f.name for f in fields(RoundRow))[:-1] == COLUMNS
+    row = {**dict.fromkeys(COLUMNS, 1), "acc": 0.5, "ckpt_mb": 2.0}
+    assert list(RoundRow.from_row(row).to_json().items()) == list(row.items())

@@ -823,7 +823,7 @@ def test_the_example_round_trip_runs(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "rounds" / "round2" / "rollouts").iterdir())[:1] == ["1.jsonl"]
     with diagevo.open_store(db) as store:
         stats = diagevo.stats(store, "x").rounds
-        assert [r["failures"] > 0 for r in stats] == [True, True]
+        assert [r.failures > 0 for r in stats] == [True, True]
         assert diagevo.verify_run(store, "x") == []
         [summary] = diagevo.runs(store)
         assert "verl" in summary.trainer

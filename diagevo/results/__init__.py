@@ -2,9 +2,9 @@
 
 Each result has attributes for a Python caller and ``to_dict()`` for JSON: ``to_dict()`` gives
 exactly what the matching ``--json`` command prints (its keys in that order: a JSON document, typed
-as such), so the CLI formats these values and computes nothing of its own. The rows whose columns
-depend on the run (a metric per name, a cause's timeline of events) stay JSON values
-(:data:`Json`): their columns are data, not fields.
+as such), so the CLI formats these values and computes nothing of its own. A row whose columns
+partly depend on the run holds the fixed ones as fields and the rest (a metric per name) as a
+mapping of JSON values (:data:`Json`: ``figures``): those columns are data, not fields.
 
 One module per family of results (:mod:`~diagevo.results.memory`, ``stats``, ``stories``,
 ``runs``): a read command imports the classes of its own result only (a frozen

@@ -3,21 +3,77 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
-from diagevo.results import JsonRow, Result
+from diagevo.results import Json, JsonRow, Result
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    """A committed round as ``memory stats`` shows it: the memory after it (Active, Mastered,
+    nodes, F_t, ε_{t+1}), what the round counted, and ``figures``, the run's own columns by name
+    (its metrics, the label figures, checkpoint MB: data, not fields), in the order shown."""
+
+    round: int
+    active: int
+    mastered: int
+    nodes: int
+    F: float
+    epsilon_next: float
+    questions: int = 0
+    retained: int = 0
+    failures: int = 0
+    new_causes: int = 0
+    attributions: int = 0
+    promotions: int = 0
+    reactivations: int = 0
+    merges: int = 0
+    failed_diagnoses: int = 0
+    figures: JsonRow = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: JsonRow) -> RoundRow:
+        """A row of the statistics view: its fixed columns as fields, the rest as figures."""
+        fixed: dict[str, Any] = {k: v for k, v in row.items() if k in _FIXED}  # numbers, as the view counts them
+        return cls(**fixed, figures={k: v for k, v in row.items() if k not in _FIXED})
+
+    def to_json(self) -> dict[str, Json]:
+        """The row as ``memory stats --json`` prints it: the fixed columns, then the figures."""
+        return {**{k: getattr(self, k) for k in _FIXED}, **self.figures}
+
+
+_FIXED = tuple(f.name for f in fields(RoundRow) if f.name != "figures")
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    """The figures recorded for a round not committed (yet), such as round-0 scores of ``eval --run``."""
+
+    round: int
+    figures: JsonRow
+
+    def to_json(self) -> dict[str, Json]:
+        return {"round": self.round, **self.figures}
 
 
 @dataclass(frozen=True)
 class RunStats(Result):
-    """``memory stats --json``: one row per committed round (memory sizes, what the round did,
-    every metric by name), the metric columns, and metrics of rounds not committed (yet), such as
-    round-0 scores of ``eval --run``."""
+    """``memory stats --json``: one row per committed round, the metric columns, and the
+    figures of rounds not committed (yet)."""
 
     run: str
-    rounds: Sequence[JsonRow]
+    rounds: Sequence[RoundRow]
     metrics: Sequence[str]
-    uncommitted: Sequence[JsonRow]
+    uncommitted: Sequence[PendingRow]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "rounds": [r.to_json() for r in self.rounds],
+            "metrics": list(self.metrics),
+            "uncommitted": [u.to_json() for u in self.uncommitted],
+        }
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
-from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, RunStats
+from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, PendingRow, RoundRow, RunStats
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.checkpoints import checkpoint_log
@@ -92,12 +92,12 @@ def stats(store: Recorder, run: str | None = None) -> RunStats:
     run_id = resolve_run(store, run)
     acc = accumulate(store, run_id)
     rows = acc.rows()
-    pending = [{"round": rnd, **m} for rnd, m in acc.uncommitted_metrics().items()]
+    pending = [PendingRow(rnd, m) for rnd, m in acc.uncommitted_metrics().items()]
     metrics = metric_columns(rows)
     disk = checkpoint_disk(store, run_id)  # a backend that records its checkpoints' sizes
     if disk:
         rows = [{**r, **disk.get(r["round"], {})} for r in rows]
-    return RunStats(run=run_id, rounds=rows, metrics=metrics, uncommitted=pending)
+    return RunStats(run=run_id, rounds=[RoundRow.from_row(r) for r in rows], metrics=metrics, uncommitted=pending)
 
 
 STEP_FIELDS = (
