@@ -196,7 +196,7 @@ def _step_stats(
         return
     fields = data.fields if wide else [f for f in queries.STEP_FIELDS if f in data.fields]
     heads = ["t", "role", "step", *[_STEP_HEADS.get(f, f) for f in fields]]
-    cells = [_step_cells(r, fields) for r in data.steps]
+    cells = [_step_cells(r.to_json(), fields) for r in data.steps]
     print_fitted(console, heads, cells, title=text(f"run {data.run}: GRPO steps"), wide=wide)
 
 

@@ -97,10 +97,35 @@ class Lifecycle(Result):
 
 
 @dataclass(frozen=True)
+class StepRow:
+    """A GRPO step the run logged (``train.step``): its round, role, step in the phase and global
+    step, and ``figures``, TRL's fields by name as TRL logged them (data, not fields)."""
+
+    round: int
+    role: str
+    step: int
+    global_step: int
+    figures: JsonRow = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Json]:
+        """The row as ``memory stats --steps --json`` prints it."""
+        return {
+            "round": self.round,
+            "role": self.role,
+            "step": self.step,
+            "global_step": self.global_step,
+            **self.figures,
+        }
+
+
+@dataclass(frozen=True)
 class GrpoSteps(Result):
     """``memory stats --steps --json``: every GRPO step the run logged (``train.step``), in log
-    order (round, role, step, global step, TRL's fields), and the TRL fields present."""
+    order, and the TRL fields present."""
 
     run: str
-    steps: Sequence[JsonRow]
+    steps: Sequence[StepRow]
     fields: Sequence[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "steps": [r.to_json() for r in self.steps], "fields": list(self.fields)}

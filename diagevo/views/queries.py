@@ -12,7 +12,7 @@ from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
-from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, PendingRow, RoundRow, RunStats
+from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, PendingRow, RoundRow, RunStats, StepRow
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.checkpoints import checkpoint_log
@@ -113,17 +113,22 @@ STEP_FIELDS = (
 """The per-step GRPO signals shown first (TRL's names); ``train.step`` may hold more."""
 
 
-def step_row(t: int, step: TrainStep) -> dict[str, Any]:
+def step_of(t: int, step: TrainStep) -> StepRow:
     """One ``train.step`` of round ``t`` as a row: round, role, step in the phase, global step, TRL's fields."""
-    return {"round": t, "role": step.role, "step": step.step, "global_step": step.global_step, **step.metrics}
+    return StepRow(t, step.role, step.step, step.global_step, dict(step.metrics))
+
+
+def step_row(t: int, step: TrainStep) -> dict[str, Any]:
+    """:func:`step_of` as JSON, what a chart and a followed line read by column."""
+    return step_of(t, step).to_json()
 
 
 def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     """Every GRPO step the run logged (``train.step``), in log order: ``steps`` rows of
     :func:`step_row`; ``fields``: the TRL fields present, those of :data:`STEP_FIELDS` first."""
     run_id = resolve_run(store, run)
-    rows = [step_row(e.round, typed(TrainStep, e)) for e in store.read(run_id, types=(TrainStep,))]
-    seen = dict.fromkeys(k for r in rows for k in r if k not in ("round", "role", "step", "global_step"))
+    rows = [step_of(e.round, typed(TrainStep, e)) for e in store.read(run_id, types=(TrainStep,))]
+    seen = dict.fromkeys(k for r in rows for k in r.figures)
     fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
     return GrpoSteps(run=run_id, steps=rows, fields=fields)
 
