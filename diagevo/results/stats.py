@@ -10,10 +10,8 @@ from diagevo.results import Json, JsonRow, Result
 
 
 @dataclass(frozen=True)
-class RoundRow:
-    """A committed round as ``memory stats`` shows it: the memory after it (Active, Mastered,
-    nodes, F_t, ε_{t+1}), what the round counted, and ``figures``, the run's own columns by name
-    (its metrics, the label figures, checkpoint MB: data, not fields), in the order shown."""
+class LifecycleRow:
+    """The memory after a committed round: its Active and Mastered causes, nodes, F_t and ε_{t+1}."""
 
     round: int
     active: int
@@ -21,6 +19,14 @@ class RoundRow:
     nodes: int
     F: float
     epsilon_next: float
+
+
+@dataclass(frozen=True)
+class RoundRow(LifecycleRow):
+    """A committed round as ``memory stats`` shows it: the memory after it (its
+    :class:`LifecycleRow`), what the round counted, and ``figures``, the run's own columns by name
+    (its metrics, the label figures, checkpoint MB: data, not fields), in the order shown."""
+
     questions: int = 0
     retained: int = 0
     failures: int = 0
@@ -74,18 +80,6 @@ class RunStats(Result):
             "metrics": list(self.metrics),
             "uncommitted": [u.to_json() for u in self.uncommitted],
         }
-
-
-@dataclass(frozen=True)
-class LifecycleRow:
-    """The memory after a committed round: its Active and Mastered causes, nodes, F_t and ε_{t+1}."""
-
-    round: int
-    active: int
-    mastered: int
-    nodes: int
-    F: float
-    epsilon_next: float
 
 
 @dataclass(frozen=True)

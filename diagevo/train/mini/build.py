@@ -188,7 +188,7 @@ def build_mini(out: Path, spec: MiniSpec = MiniSpec(), progress: ProgressFn = no
     quiet_libraries()
     out = Path(out)
     refuse_filled(out)
-    kernels = pin_kernels(spec.kernels) if spec.device == "cpu" else spec.device  # before any operation
+    kernels = pin_kernels(torch, spec.kernels) if spec.device == "cpu" else spec.device  # before any operation
     started = time.perf_counter()
     threads = torch.get_num_threads()
     torch.set_num_threads(spec.threads)  # one thread: with the other core busy, two were 8x slower

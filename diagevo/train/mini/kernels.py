@@ -13,6 +13,7 @@ first operation, and a process whose torch already chose other kernels is refuse
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 from diagevo.errors import BadInput
 
@@ -21,11 +22,10 @@ KERNELS = ("avx2", "native")
 PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
 
 
-def pin_kernels(kernels: str) -> str:
-    """Run this process's torch on ``kernels`` (one of :data:`KERNELS`); the kernels it runs, as
-    torch names them (``AVX2``, ``AVX512``), which the build records."""
-    import torch
-
+def pin_kernels(torch: ModuleType, kernels: str) -> str:
+    """Run this process's ``torch`` (the build's, imported by it where it runs) on ``kernels`` (one
+    of :data:`KERNELS`); the kernels it runs, as torch names them (``AVX2``, ``AVX512``), which the
+    build records."""
     if kernels == "native":
         return str(torch.backends.cpu.get_cpu_capability())
     before = {k: os.environ.get(k) for k in PINNED}
