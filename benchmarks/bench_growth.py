@@ -37,7 +37,7 @@ from bench_store import build_log, realistic_events  # noqa: E402
 from diagevo.catalog import FailureAttributed, FailureDiagnosed, QuestionGenerated, QuestionScored, RoundCommitted  # noqa: E402
 from diagevo.diagnosis.stages import prior_outcomes  # noqa: E402
 from diagevo.interchange import ingest  # noqa: E402
-from diagevo.log import Recorder, open_log, sqlite_path  # noqa: E402
+from diagevo.log import Recorder, open_log, payload, sqlite_path  # noqa: E402
 from diagevo.rounds import Round  # noqa: E402
 from diagevo.views.caches import refresh as refresh_snapshots  # noqa: E402
 from diagevo.views.memory import committed_rounds, load_memory  # noqa: E402
@@ -78,14 +78,14 @@ def solver_input(store: Recorder, run: str, t: int) -> None:
 
 def round_work_scans(store: Recorder, run: str, t: int) -> None:
     """The answers of a resumed round from full scans of the run (the baseline)."""
-    [rnd for _, rnd, typ, _, _ in store.rows(run) if typ == RoundCommitted.name]
+    [r.round for r in store.rows(run) if r.type == RoundCommitted.name]
     questions: dict[str, object] = {}
     for e in store.rows(run, texts=True):
         if e.round == t and e.type == QuestionGenerated.name:
-            questions[e.data["question_id"]] = e.data
+            questions[payload(e)["question_id"]] = payload(e)
     load_memory(store, run, t - 1)
-    [d for _, rnd, typ, d, _ in store.rows(run, types=(FailureDiagnosed, FailureAttributed)) if rnd == t]
-    Counter(typ for _, rnd, typ, _, _ in store.rows(run) if rnd == t)
+    [payload(r) for r in store.rows(run, types=(FailureDiagnosed, FailureAttributed)) if r.round == t]
+    Counter(r.type for r in store.rows(run) if r.round == t)
     load_memory(store, run)
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from diagevo.catalog import PhaseCompleted
 from diagevo.log import open_log
-from diagevo.views.typed import of_type
+from diagevo.catalog import of_type
 
 SIZES = ["train.challenger_questions=4", "train.curriculum_questions=8", "grpo.construction_responses=4"]
 

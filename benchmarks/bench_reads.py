@@ -189,12 +189,13 @@ def main(argv: list[str] | None = None) -> int:
         n = store.last_seq(run)
         named: Counter[str] = Counter()
         fid = qid = None
-        for _, _, _, d, _ in store.rows(run, types=(FailureAttributed, FailureRecorded)):
+        for row in store.rows(run, types=(FailureAttributed, FailureRecorded)):
+            d = payload(row)
             named[d.get("cause_id")] += 1
             fid = fid or d.get("failure_id")
             qid = qid or d.get("question_id")
         cause = next(c for c, _ in named.most_common() if c)
-        rnd = max(r for _, r, _, _, _ in store.rows(run, types=(RoundCommitted,))) // 2
+        rnd = max(r.round for r in store.rows(run, types=(RoundCommitted,))) // 2
 
         def scan(keep) -> None:  # noqa: ANN001
             for e in store.read(run):

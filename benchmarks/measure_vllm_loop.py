@@ -81,7 +81,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
     from diagevo.train.config import load_config
     from diagevo.train.hf.backend import HFBackend
     from diagevo.train.run import train
-    from diagevo.views.typed import of_type
+    from diagevo.catalog import of_type
     from diagevo.views.verify import verify_run
 
     cfg = load_config(

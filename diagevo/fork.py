@@ -19,6 +19,7 @@ from diagevo.catalog import (
     RunConfigured,
     RunForked,
     RunStarted,
+    of_type,
 )
 from diagevo.catalog.ids import event_id
 from diagevo.config.sections import config_from_record
@@ -37,7 +38,6 @@ from diagevo.views.configs import passed_config
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import pruned_note
 from diagevo.views.runs import fork_marker, whatif_refusal
-from diagevo.views.typed import of_type
 
 
 class ForkError(BadInput):

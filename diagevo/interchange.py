@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from diagevo.catalog import SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
 from diagevo.catalog.ids import rebase_event_id
@@ -30,7 +30,6 @@ from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
 from diagevo.views.memory import load_memory
 from diagevo.views.runs import fork_source_problem
-from diagevo.views.typed import typed
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash")
 
@@ -167,7 +166,7 @@ def _fork_refusal(
     source = forked.source_run
     if source != ev.run and source in in_file and not store.has_run(source):
         return None
-    problem = fork_source_problem(store, ev.run, typed(RunForked, ev))
+    problem = fork_source_problem(store, ev.run, cast(RunForked, ev.event))
     return None if problem is None else (rule, problem)
 
 
@@ -182,7 +181,7 @@ def _stored_events(
     stored: dict[tuple[str, str], tuple[str, int, int, bytes]] = {}
     for run, its in ids.items():
         for e in store.read(run, keys={"event_id": its}):
-            stored[run, e.event_id] = (e.type, e.round, e.schema_version, canonical_bytes(payload(e)))
+            stored[run, e.event_id] = (e.type, e.round, e.version, canonical_bytes(payload(e)))
     return stored
 
 
@@ -237,7 +236,7 @@ def copied_event(e: StoredEvent, source: str, new: str, **changed: Any) -> Event
             "round": e.round,
             "event_id": rebase_event_id(e.event_id, source, new),
             "data": {**payload(e), **changed},
-            "schema_version": e.schema_version,
+            "schema_version": e.version,
         }
     )
 
@@ -299,6 +298,6 @@ def export_lines(store: EventReader, run: str) -> Iterator[str]:
             "recorded_at": e.recorded_at,
             "hash": e.hash,
         }
-        if e.schema_version != SCHEMA_VERSION:
-            obj["schema_version"] = e.schema_version
+        if e.version != SCHEMA_VERSION:
+            obj["schema_version"] = e.version
         yield encode_line(obj)

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, version_problem
+from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, stored_event, version_problem
 from diagevo.catalog.event import TextCut, first_error
 from diagevo.config.limits import LimitsConfig
 from diagevo.text.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
@@ -58,10 +58,17 @@ class EventIn(BaseModel):
     def _event_id(cls, v: str) -> str:
         return check_id(v, "event id", 4 * MAX_ID_CHARS)
 
+    # the typed event of ``data``, built on first access (``data`` is set once, where the envelope
+    # is made: :func:`new_event`, :func:`validate_event`)
+    _event: Event | None = PrivateAttr(default=None)
+
     @property
     def event(self) -> Event:
-        """The typed event of its data (as stored: texts cut, what was cut its :attr:`~Event.cut`)."""
-        return CATALOG[self.type].from_stored(self.data, self.schema_version)
+        """The typed event of its data (as stored: texts cut, what was cut its :attr:`~Event.cut`),
+        built once (:func:`~diagevo.catalog.stored_event`)."""
+        if self._event is None:
+            self._event = stored_event(self.type, self.data, self.schema_version)
+        return self._event
 
 
 def validate_event(raw: dict[str, Any]) -> EventIn:

@@ -39,7 +39,7 @@ from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config.sections import MemoryConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copy_or_pass_over
-from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
+from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.log.recorder import pass_over
 from diagevo.memory.deciders import DecisionError, decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, InvariantError, start
@@ -186,7 +186,7 @@ class _Deriving:
     method: MemoryConfig = field(default_factory=MemoryConfig)
     # (type, round, cause, failure) -> the id of the source's decision
     recorded_ids: dict[tuple[type[Event], int, str, str], str] = field(default_factory=dict)
-    rows: list[EventRow] = field(default_factory=list)  # the round's so far
+    rows: list[StoredEvent] = field(default_factory=list)  # the round's so far
     # round -> the seq before which its promotions are decided, where the source has no
     # promotions.decided to mark the step (a log written before it existed, or by a trainer without it)
     unmarked: dict[int, int] = field(default_factory=dict)
@@ -208,7 +208,7 @@ class _Deriving:
         if isinstance(event, RoundCommitted):
             self.base, self.rows = self.memory(), []
         else:
-            self.rows.append(EventRow(0, ev.round, ev.type, ev.data, ev.schema_version))
+            self.rows.append(StoredEvent.of(0, ev.round, event))
         self.out.append(ev)
 
     def memory(self) -> Memory:
@@ -284,14 +284,15 @@ def _decision(event: CausePromoted | CauseReactivated, rnd: int) -> tuple[type[E
     return type(event), rnd, event.cause_id, str(failure)
 
 
-def _unmarked_promotions(rows: Iterable[EventRow]) -> dict[int, int]:
+def _unmarked_promotions(rows: Iterable[StoredEvent]) -> dict[int, int]:
     """For each round without ``promotions.decided``: the seq before which the round protocol
     decides its promotions, where the source promoted (its first ``cause.promoted``), else the
     round's first event after its last scored question (its questions all recorded)."""
     marked: set[int] = set()
     first_promoted: dict[int, int] = {}
     after_scored: dict[int, int | None] = {}
-    for seq, rnd, etype, _, _ in rows:
+    for row in rows:
+        seq, rnd, etype = row.seq, row.round, row.type
         if etype == PromotionsDecided.name:
             marked.add(rnd)
         elif etype == CausePromoted.name:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diagevo.catalog import Event, PhaseCompleted
+from diagevo.catalog import Event, PhaseCompleted, StoredEvent
 from diagevo.catalog.bookkeeping import PHASE_FIGURES
 from diagevo.schemas import EventIn, validate_event
 
@@ -110,8 +110,9 @@ class Log:
     def events(self) -> list[EventIn]:
         return list(self._events)
 
-    def rows(self) -> list[tuple[int, int, str, dict[str, Any], int]]:
-        return [(i + 1, e.round, e.type, e.data, e.schema_version) for i, e in enumerate(self._events)]
+    def rows(self) -> list[StoredEvent]:
+        """The events as a read of the log gives them (seq from 1), without their stamps."""
+        return [StoredEvent(i + 1, e.round, e.type, e.schema_version, e.data) for i, e in enumerate(self._events)]
 
     def jsonl(self) -> str:
         import json
@@ -124,3 +125,8 @@ def phase_figures(phase: PhaseCompleted) -> dict[str, Any]:
     them (``steps`` is a field since version 3, ``loss`` stays in ``stats``)."""
     declared = phase.model_dump(include=set(PHASE_FIGURES), exclude_none=True)
     return {"seconds": phase.seconds, **declared, **(phase.stats or {})}
+
+
+def stored(seq: int, rnd: int, type_: str, data: Any, version: int = 1) -> StoredEvent:
+    """A stored row written out by hand (what a read gives of a row no database checked)."""
+    return StoredEvent(seq, rnd, type_, version, data)

@@ -23,6 +23,7 @@ from diagevo.log import open_log
 from diagevo.memory.counting import CountBreak, breaks
 from diagevo.schemas import new_event
 from tests.input_cases import cli
+from tests.logs import stored
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_hostile_logs import store_raw
 from tests.test_train import SMALL
@@ -238,7 +239,7 @@ def test_the_rule_on_hand_written_rows() -> None:
     never = "which the run never wrote before it"
     not_open = "is not open (started, not committed)"
     size = "checkpoint size a count of bytes"
-    assert list(breaks([(*r, 1) for r in rows])) == [
+    assert list(breaks([stored(*r) for r in rows])) == [
         CountBreak(12, named, f"{after} round002-challenger, not round003-challenger"),
         CountBreak(13, named, f"{after} round003-solver, not round003-challenger"),
         CountBreak(14, named, "checkpoint.written of round 3 names phase None, not challenger or solver"),

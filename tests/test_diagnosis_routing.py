@@ -18,7 +18,7 @@ from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extrac
 from diagevo.diagnosis.routing import Refusal, Routed
 from diagevo.memory.fold import fold
 from diagevo.memory.state import Memory
-from tests.logs import wire_event
+from tests.logs import stored, wire_event
 
 RUN = "routing"
 
@@ -35,7 +35,7 @@ def memory(nodes: dict[str, tuple[str, list[tuple[str, str]]]], mastered: tuple[
             )
     rows.append(("round.committed", 1, {}))
     rows += [("cause.promoted", 2, {"cause_id": c, "acc": 0.9, "n_candidates": 3}) for c in mastered]
-    return fold([(seq, rnd, etype, data, 1) for seq, (etype, rnd, data) in enumerate(rows, 1)], RUN)
+    return fold([stored(seq, rnd, etype, data) for seq, (etype, rnd, data) in enumerate(rows, 1)], RUN)
 
 
 MEM = memory(

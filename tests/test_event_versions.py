@@ -87,7 +87,7 @@ def _run(run: str) -> list[EventIn]:
 
 def _read(store: Recorder, run: str) -> list[tuple[int, int]]:
     """(stored version, n as read) of the run's test.scaled, by both reads."""
-    read = [(e.schema_version, e.event.n) for e in store.read(run, types=(Scaled,))]  # type: ignore[attr-defined]
+    read = [(e.version, e.event.n) for e in store.read(run, types=(Scaled,))]  # type: ignore[attr-defined]
     rows = [(r.version, r.event.n) for r in store.rows(run, types=(Scaled,))]  # type: ignore[attr-defined]
     assert read == rows
     return read
@@ -98,7 +98,7 @@ def test_an_event_is_upcast_from_the_version_it_was_stored_at(fresh_url: Any) ->
         store.append(_run("r"))
         assert _read(store, "r") == [(2, 3), (1, 30)]  # the one of version 2 is not upcast again
         assert [json.loads(r.data) for r in store.raw("r") if r.type == Scaled.name] == [{"n": 3}] * 2  # as written
-        assert [e.schema_version for e in store.read("r", types=(RunStarted,))] == [RunStarted.class_version]
+        assert [e.version for e in store.read("r", types=(RunStarted,))] == [RunStarted.class_version]
         assert store.verify_chain("r") == []
         assert verify_run(store, "r") == []
 
@@ -107,12 +107,12 @@ def test_export_and_ingest_keep_each_version_and_hash(fresh_url: Any) -> None:
     with open_log(fresh_url()) as source:
         source.append(_run("r"))
         lines = list(export_lines(source, "r"))
-        hashes = [(e.event_id, e.schema_version, e.hash) for e in source.read("r")]
+        hashes = [(e.event_id, e.version, e.hash) for e in source.read("r")]
     versions = [json.loads(line).get("schema_version") for line in lines]
     assert versions == [2, 2, None]  # version 1, as every event of an older log, goes unsaid
     with open_log(fresh_url()) as copy:
         assert ingest(copy, "".join(lines)).appended == 3
-        assert [(e.event_id, e.schema_version, e.hash) for e in copy.read("r")] == hashes
+        assert [(e.event_id, e.version, e.hash) for e in copy.read("r")] == hashes
         assert _read(copy, "r") == [(2, 3), (1, 30)]
         assert verify_run(copy, "r") == []
         assert list(export_lines(copy, "r")) != [] and ingest(copy, "".join(lines)).skipped == 3

@@ -13,7 +13,7 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded, PhaseCompleted
+from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded, PhaseCompleted, of_type
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.diagnosis.heuristic import MODEL as HEURISTIC  # noqa: E402
 from diagevo.generation import Sampling, make_engine  # noqa: E402
@@ -22,7 +22,6 @@ from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
 from diagevo.train.run import train  # noqa: E402
 from diagevo.views.checkpoints import checkpoint_path
-from diagevo.views.typed import of_type
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
 from tests.logs import phase_figures  # noqa: E402

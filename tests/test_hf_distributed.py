@@ -14,9 +14,11 @@ import pytest
 
 pytest.importorskip("accelerate")
 
-from diagevo.catalog import PhaseCompleted  # noqa: E402
+from diagevo.catalog import (
+    PhaseCompleted,  # noqa: E402
+    of_type,  # noqa: E402
+)
 from diagevo.curriculum.reward import challenger_rewards  # noqa: E402
-from diagevo.views.typed import of_type  # noqa: E402
 from tests.dist_rewards import P1, SHARDS  # noqa: E402
 from tests.logs import phase_figures  # noqa: E402
 

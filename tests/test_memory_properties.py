@@ -38,7 +38,7 @@ def test_memory_json_round_trip_and_deterministic_replay(log: Log) -> None:
         assert schedule(a) == schedule(b)
     # folding from a snapshot of round 1 gives the same final memory as folding from scratch
     m1 = fold_until(log.rows(), "r1", 1)
-    rest = [row for row in log.rows() if row[0] > m1.last_seq]
+    rest = [row for row in log.rows() if row.seq > m1.last_seq]
     assert fold(rest, "r1", m1) == fold(log.rows(), "r1")
 
 

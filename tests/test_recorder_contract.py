@@ -30,14 +30,15 @@ from diagevo.log import (
     EventWriter,
     LogOperator,
     Recorder,
+    StoredEvent,
     StoreError,
     ViewState,
     open_log,
+    payload,
 )
 from diagevo.log.errors import RunBusy
 from diagevo.log.inmemory import InMemoryRecorder
 from diagevo.log.postgres import PostgresRecorder
-from diagevo.log.recorder import EventRow
 from diagevo.log.sqlite import SQLiteRecorder
 from diagevo.log.stored import ARTIFACT_KEY
 from diagevo.schemas import EventIn
@@ -135,7 +136,7 @@ class RecorderContract:
         rec.append([wire_event("cause.promoted", "r", 3, "p-1", cause_id="c1", acc=0.75, n_candidates=4)])
         (got,) = rec.read("r")
         assert (got.event_id, got.run, got.round, got.type) == ("p-1", "r", 3, "cause.promoted")
-        assert got.schema_version == SCHEMA_VERSION and got.recorded_at.endswith("+00:00")
+        assert got.version == SCHEMA_VERSION and got.recorded_at.endswith("+00:00")
         assert got.event == CausePromoted(cause_id="c1", acc=0.75, n_candidates=4)
         assert json.loads(next(rec.raw("r")).data) == {"cause_id": "c1", "acc": 0.75, "n_candidates": 4}
 
@@ -174,7 +175,7 @@ class RecorderContract:
 
     def test_a_decision_reads_the_head_under_the_lock_and_appends_or_stores_nothing(self, rec: Recorder) -> None:
         rec.append([scored("a", "a1"), scored("a", "a2", at_round=2)])
-        seen: list[EventRow] = []
+        seen: list[StoredEvent] = []
 
         def decide() -> list[EventIn]:
             seen.extend(rec.rows("a", types=(QuestionScored,), in_round=2))
@@ -214,16 +215,16 @@ class RecorderContract:
         log = three_rounds()
         rec.append(log.events())
         rows = log.rows()
-        assert [tuple(r[:3]) for r in rec.rows("r")] == [(s, r, t) for s, r, t, _, _v in rows]
-        assert [r.data for r in rec.rows("r", texts=True)] == [d for *_, d, _v in rows]
+        assert [(r.seq, r.round, r.type) for r in rec.rows("r")] == [(r.seq, r.round, r.type) for r in rows]
+        assert [payload(r) for r in rec.rows("r", texts=True)] == [payload(r) for r in rows]
         assert [e.seq for e in rec.read("r", types=(RoundCommitted,))] == [
-            s for s, _, t, _, _v in rows if t == "round.committed"
+            r.seq for r in rows if r.type == "round.committed"
         ]
-        assert [e.seq for e in rec.read("r", in_round=2)] == [s for s, r, _, _, _v in rows if r == 2]
+        assert [e.seq for e in rec.read("r", in_round=2)] == [r.seq for r in rows if r.round == 2]
         assert [e.seq for e in rec.read("r", after_seq=3, upto_seq=6)] == [4, 5, 6]
         assert [e.seq for e in rec.read("r", limit=2)] == [1, 2]
         assert list(rec.read("r", types=())) == [] and list(rec.rows("r", types=set())) == []
-        assert {r.data for r in rec.rows("r", data=False)} == {None}
+        assert {r._data for r in rec.rows("r", data=False)} == {None}
         assert rec.event_at("r", 3).seq == 3 and rec.event_at("r", 999) is None  # type: ignore[union-attr]
 
     def test_reads_by_the_ids_events_name(self, rec: Recorder) -> None:
@@ -254,11 +255,11 @@ class RecorderContract:
         rec.append(log.events())
         rec.append(batch("other", "o", 3))
         rows = log.rows()
-        attributed = [s for s, _, t, _, _v in rows if t == "failure.attributed"]
+        attributed = [r.seq for r in rows if r.type == "failure.attributed"]
         assert rec.count("r") == len(rows) and rec.count("other") == 3 and rec.count("nope") == 0
         assert rec.count("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,)) == len(attributed) == 6
         assert rec.count("r", types=(RoundCommitted,)) == 3 and rec.count("r", in_round=2) == sum(
-            r == 2 for _, r, _, _, _v in rows
+            r.round == 2 for r in rows
         )
         assert rec.count("r", after_seq=3, upto_seq=6) == 3 and rec.count("r", types=()) == 0
         # an id named by two fields is counted once
@@ -267,9 +268,9 @@ class RecorderContract:
         )
         newest = list(rec.read("r", keys={"cause_id": ["C1"]}, types=(FailureAttributed,), limit=2, newest=True))
         assert [e.seq for e in newest] == attributed[-2:] and [e.event.failure_id for e in newest] == ["g3", "g4"]
-        assert [e.seq for e in rec.read("r", limit=3, newest=True)] == [s for s, *_ in rows][-3:]
+        assert [e.seq for e in rec.read("r", limit=3, newest=True)] == [r.seq for r in rows][-3:]
         assert [e.seq for e in rec.read("r", types=(RoundCommitted,), limit=1, newest=True)] == [
-            [s for s, _, t, _, _v in rows if t == "round.committed"][-1]
+            [r.seq for r in rows if r.type == "round.committed"][-1]
         ]
         assert [
             e.seq for e in rec.read("r", keys={"cause_id": ["C1"], "active_cause": ["C1"]}, limit=2, newest=True)
@@ -307,7 +308,8 @@ class RecorderContract:
         assert stored["f"]["reference"] == ""  # empty strings stay inline
         assert {e.event_id: e.event for e in rec.read("r", texts=True)} == {e.event_id: e.event for e in evs}
         assert [
-            r.data["text"] for r in rec.rows("r", keys={"question_id": ["q"]}, types=(QuestionGenerated,), texts=True)
+            payload(r)["text"]
+            for r in rec.rows("r", keys={"question_id": ["q"]}, types=(QuestionGenerated,), texts=True)
         ] == [long_text]
         assert rec.verify_chain("r") == []
 

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from diagevo.catalog import CATALOG, FailureAttributed, FailureRecorded, RoundCommitted
-from diagevo.log import Recorder, open_log, sqlite_path
-from diagevo.log.recorder import EventRow, Query
+from diagevo.log import Recorder, open_log, payload, sqlite_path
+from diagevo.log.recorder import Query
 from diagevo.memory.fold import Row, commits, drafts
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
@@ -104,9 +104,9 @@ def scan(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
     """The rows of a run's statistics from its events alone, in one pass with no saved state:
     the definition :func:`round_stats` must equal."""
     acc = RoundStats()
-    for draft, (seq, rnd, etype, data, version) in drafts(rows, run):
-        acc.add(EventRow(seq, rnd, etype, dict(data), version))
-        if CATALOG[etype] is RoundCommitted:
+    for draft, row in drafts(rows, run):
+        acc.add(row)
+        if CATALOG[row.type] is RoundCommitted:
             acc.commit(draft.freeze())
     return acc.rows()
 
@@ -128,11 +128,11 @@ def test_reads_by_id_and_round(store: Recorder) -> None:
     rows = log.rows()
     for rnd in (1, 2, 3):
         got = [(e.round, e.type) for e in store.read(log.run, in_round=rnd)]
-        assert got == [(r, t) for _, r, t, _, _v in rows if r == rnd]
+        assert got == [(r.round, r.type) for r in rows if r.round == rnd]
     assert len(list(store.read(log.run, limit=5))) == 5
-    fid = next(d["failure_id"] for _, _, t, d, _v in rows if t == "failure.recorded")
+    fid = next(payload(r)["failure_id"] for r in rows if r.type == "failure.recorded")
     got = [e.type for e in store.read(log.run, keys={"failure_id": [fid]})]
-    assert got == [t for _, _, t, d, _v in rows if d.get("failure_id") == fid]
+    assert got == [r.type for r in rows if payload(r).get("failure_id") == fid]
 
 
 def test_runs_in_order_of_their_first_event(store: Recorder) -> None:

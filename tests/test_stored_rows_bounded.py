@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
-from diagevo.log import StoreError, open_log
+from diagevo.log import StoreError, open_log, payload
 from diagevo.log.chain import canonical_event_json, chain_hash
 from diagevo.schemas import EventIn
 from diagevo.views.runs import runs
@@ -120,7 +120,7 @@ def test_the_writer_stores_nothing_its_readers_refuse(db: str, value: Any, reaso
     with open_log(db, create=False) as log:
         if reason is None:
             log.append([ev])
-            assert next(log.rows("base", newest=True, limit=1)).data["stats"]["x"] == value
+            assert payload(next(log.rows("base", newest=True, limit=1)))["stats"]["x"] == value
         else:
             with pytest.raises(StoreError, match=f"event deep: its data is {reason}"):
                 log.append([ev])

@@ -21,7 +21,7 @@ from diagevo.memory.counting import CountBreak, breaks
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.train.config import load_config
 from diagevo.views.verify import verify_run
-from tests.logs import wire_event
+from tests.logs import stored, wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_rounds import RUN, promote_on_a_question, round_one
 
@@ -49,7 +49,7 @@ def test_the_rules_name_each_break_by_seq() -> None:
         (17, 2, "round.committed", {}),
         (18, 2, "round.committed", {}),  # committed twice
     ]
-    assert list(breaks([(*r, 1) for r in rows])) == [
+    assert list(breaks([stored(*r) for r in rows])) == [
         CountBreak(3, "failure recorded once", "failure 'f1' is recorded in round 1 already"),
         CountBreak(7, "failure counted once", "failure 'f1' was revealed a new cause in round 1 already"),
         CountBreak(11, "failure diagnosed once", "failure 'f1' is diagnosed in round 1 already"),
@@ -67,7 +67,7 @@ def test_a_promotion_its_decision_does_not_name_is_a_break() -> None:
         (2, 1, "cause.promoted", {"cause_id": "C1", "acc": 0.01}),
         (3, 1, "promotions.decided", {"promoted": ["C4"]}),
     ]
-    [broken] = breaks([(*r, 1) for r in rows])
+    [broken] = breaks([stored(*r) for r in rows])
     assert broken == CountBreak(3, "promotions decided once", "round 1's decision does not name its promoted 'C1'")
 
 
@@ -84,7 +84,7 @@ def test_a_log_that_keeps_the_rules_breaks_none() -> None:
         (9, 1, "promotions.decided", {"promoted": []}),
         (10, 1, "round.committed", {}),
     ]
-    assert list(breaks([(*r, 1) for r in rows])) == []
+    assert list(breaks([stored(*r) for r in rows])) == []
 
 
 # --- no infinity or NaN in a config ----------------------------------------------------------

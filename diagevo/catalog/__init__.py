@@ -64,5 +64,7 @@ from diagevo.catalog.registry import (
     TEXT_FIELDS,
     EventTypes,
     of_kind,
+    stored_event,
     type_names,
 )
+from diagevo.catalog.stored import Stamp, StoredEvent, Typed, of_type

@@ -92,6 +92,8 @@ def first_error(exc: ValidationError) -> str:
 
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+"""Reshapes an event's stored JSON (the log's bytes, as written) from one version of its class
+to the next."""
 
 
 class TextCut(TypedDict):
@@ -100,6 +102,10 @@ class TextCut(TypedDict):
 
     bytes: int
     sha256: str
+
+
+_READERS: dict[type["Event"], Callable[[Mapping[str, Any], int], "Event"]] = {}
+""":meth:`Event.from_stored` of each class, built once per class (:func:`_reader`)."""
 
 
 class Event(BaseModel):
@@ -122,7 +128,6 @@ class Event(BaseModel):
     closed_since: ClassVar[int] = 1  # the version from which its stored data holds no undeclared field
     free_form: ClassVar[str | None] = None  # its field of a trainer's own figures (version 1's flat extras)
     upcasters: ClassVar[tuple[Upcaster, ...]] = ()  # upcast_v1_v2 ... up to class_version, in order
-    reader: ClassVar[Callable[[Mapping[str, Any], int], Any]]  # from_stored, built once per class
 
     # what the log cut of the texts of a stored event: set by the reader alone (a producer gives
     # whole texts; the store cuts them), compared as its fields are
@@ -132,7 +137,7 @@ class Event(BaseModel):
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         cls.upcasters = tuple(getattr(cls, f"upcast_v{v}_v{v + 1}") for v in range(1, cls.class_version))
-        cls.reader = staticmethod(_reader(cls))
+        _READERS[cls] = _reader(cls)
 
     if not TYPE_CHECKING:  # the type checker keeps the fields' signature pydantic declares
 
@@ -165,7 +170,7 @@ class Event(BaseModel):
         current one. Its long texts are the stored ``{"$artifact": sha256}`` references unless
         the read put them back (``texts=True``); the stored ``cut``, which says which texts were
         cut, is its :attr:`cut`."""
-        return cls.reader(data, version)  # type: ignore[return-value]
+        return _READERS[cls](data, version)  # type: ignore[return-value]
 
     @property
     def cut(self) -> Mapping[str, TextCut]:
@@ -217,6 +222,8 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
     upcasters = cls.upcasters
     chains = (None, *(upcasters[v - 1 :] for v in range(1, cls.class_version + 1)))  # no version 0
     count, construct, complete = len(cls.__pydantic_fields__), cls.model_construct, _complete(cls)
+    required = {n: None for n, f in cls.__pydantic_fields__.items() if f.is_required()}
+    needed = required.keys()
 
     def read(data: Mapping[str, Any], version: int) -> Event:
         try:
@@ -227,6 +234,8 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
             raise NewerEvent(str(version_problem(cls, version)))
         for upcast in chain:
             data = upcast(dict(data))
+        if not data.keys() >= needed:  # a row stored past the database's check: the rules name what does not fit
+            data = {**required, **data}
         if len(data) == count and "cut" not in data:
             return complete(data)
         fields = dict(data)

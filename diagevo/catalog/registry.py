@@ -4,7 +4,8 @@ Imported through :mod:`diagevo.catalog`."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 from diagevo.catalog.event import Event, Kind
 from diagevo.catalog.events import (
@@ -19,6 +20,14 @@ class it was written at (:attr:`Event.class_version`; see :mod:`diagevo.catalog.
 
 CATALOG: dict[str, type[Event]] = {cls.name: cls for cls in EVENT_CLASSES}
 """Type name -> its class, in the catalog's order."""
+
+def stored_event(type_name: str, data: Mapping[str, Any], version: int) -> Event:
+    """The typed event of a stored row (type ``type_name``, its ``data`` as stored at its class's
+    ``version``): :meth:`Event.from_stored`, unvalidated. The one way a reader outside the
+    catalog builds an event (the log's :attr:`~diagevo.log.StoredEvent.event`, an envelope's
+    :attr:`~diagevo.schemas.EventIn.event`), each built once."""
+    return CATALOG[type_name].from_stored(data, version)
+
 
 EventTypes = Collection[type[Event]]
 """A type filter of a read: the classes of the events wanted."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from diagevo.catalog import FailureRecorded
+from diagevo.catalog import FailureRecorded, of_type
 from diagevo.catalog.failure import Failure
 from diagevo.config.limits import LimitsConfig
 from diagevo.config.sections import DiagnosisConfig
@@ -45,7 +45,6 @@ from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
-from diagevo.views.typed import of_type
 from diagevo.views.withdrawn import Withdrawn
 
 

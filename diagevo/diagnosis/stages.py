@@ -25,6 +25,7 @@ from diagevo.catalog import (
     FailureRecorded,
     LLMCalled,
     NodeCreated,
+    of_type,
 )
 from diagevo.catalog.failure import Failure
 from diagevo.catalog.ids import digest_event_id
@@ -44,7 +45,6 @@ from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
-from diagevo.views.typed import of_type
 
 # Stage-1 replies are appended in batches of this many failures (one transaction each).
 FLUSH_EVERY = 64

@@ -9,17 +9,16 @@ them, is :mod:`diagevo.views`; the schema and its migrations are :mod:`diagevo.l
 
 from __future__ import annotations
 
+from diagevo.catalog import Stamp, StoredEvent
 from diagevo.log.backends import open_log, sqlite_path
 from diagevo.log.chain import GENESIS_HASH
 from diagevo.log.errors import ConflictError, MissingDatabase, RunBusy, SchemaOutdated, StoreError
 from diagevo.log.recorder import (
     AppendResult,
     EventReader,
-    EventRow,
     EventWriter,
     LogOperator,
     Recorder,
-    StoredEvent,
     ViewState,
     payload,
 )
@@ -30,7 +29,6 @@ __all__ = [
     "AppendResult",
     "ConflictError",
     "EventReader",
-    "EventRow",
     "EventWriter",
     "LogOperator",
     "MissingDatabase",
@@ -38,6 +36,7 @@ __all__ = [
     "Recorder",
     "RunBusy",
     "SchemaOutdated",
+    "Stamp",
     "StoreError",
     "StoredEvent",
     "ViewState",

@@ -129,7 +129,7 @@ class InMemoryRecorder(Recorder):
         pick = itemgetter(*(_COLUMN[c] for c in shape.columns))
         out = [shape.make(pick(r)) for r in rows]
         if texts:
-            restore_texts(out, [r[_TEXTS] for r in rows])  # type: ignore[type-var]
+            restore_texts(out, [r[_TEXTS] for r in rows])  # type: ignore[arg-type]
         return iter(out)
 
     def _count(self, q: Query) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, Event, EventTypes, version_problem
+from diagevo.catalog import CATALOG, KEY_FIELDS, EventTypes, Stamp, StoredEvent, version_problem
 from diagevo.errors import Call
 from diagevo.log.chain import (
     GENESIS_HASH,
@@ -52,51 +52,13 @@ compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 # --- public types -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    """A stored event as a reader gets it: its place in the log around the typed :attr:`event`.
-    Its data as stored stays inside the log and the interchange (:func:`payload`)."""
-
-    seq: int
-    event_id: str
-    run: str
-    round: int
-    type: str
-    schema_version: int
-    _data: dict[str, Any]
-    recorded_at: str
-    prev_hash: str
-    hash: str
-
-    @property
-    def event(self) -> Event:
-        """The typed event (its class's ``from_stored``: the class in ``diagevo.catalog``), built on
-        each access: the long texts are their stored references unless the read put them back."""
-        return CATALOG[self.type].from_stored(self._data, self.schema_version)
-
-
-class EventRow(NamedTuple):
-    """(seq, round, type, data, version) of a stored event: what a fold reads, lighter than a
-    StoredEvent (``data`` is None where the read asked for none; ``version`` is its
-    ``schema_version``, which its class's reader upcasts from)."""
-
-    seq: int
-    round: int
-    type: str
-    data: dict[str, Any]
-    version: int
-
-    @property
-    def event(self) -> Event:
-        """The typed event, built on each access (as :attr:`StoredEvent.event`)."""
-        return CATALOG[self.type].from_stored(self.data, self.version)
-
-
-def payload(e: StoredEvent | EventRow) -> dict[str, Any]:
+def payload(e: StoredEvent) -> dict[str, Any]:
     """An event's data as stored (its long texts inline where the read put them back), for what
     copies or shows the stored bytes (the JSONL interchange, a fork's or a what-if's copy,
     ``memory events``); what reads an event's meaning reads :attr:`StoredEvent.event`."""
-    return e._data if isinstance(e, StoredEvent) else e.data
+    if e._data is None:
+        raise LookupError(f"the event at seq {e.seq} was read without its data (rows(data=False))")
+    return e._data
 
 
 @dataclass(frozen=True)
@@ -168,11 +130,10 @@ def read_problem(round_: int, data: str | None, type_: str | None = None, versio
 # --- texts --------------------------------------------------------------------------------------
 
 
-E = TypeVar("E", StoredEvent, EventRow)
-T = TypeVar("T", StoredEvent, EventRow, RawRow)  # what a read makes of a row
+T = TypeVar("T", StoredEvent, RawRow)  # what a read makes of a row
 
 
-def restore_texts(batch: Sequence[E], columns: Sequence[str | None]) -> list[E]:
+def restore_texts(batch: Sequence[StoredEvent], columns: Sequence[str | None]) -> list[StoredEvent]:
     """Put each event's texts back inline from its ``texts`` column, each checked against the
     key its data names: an altered or missing text is refused, never shown."""
     for ev, column in zip(batch, columns, strict=True):
@@ -252,16 +213,16 @@ class Shape(NamedTuple, Generic[T]):
 WHOLE = Shape(
     ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash"),
     lambda r: StoredEvent(
-        r[0], r[1], r[2], r[3] if r[3] >= 0 else _below_0(), r[4], r[5], event_data(r[4], r[6], r[5]), r[7], r[8], r[9]
+        r[0], r[3] if r[3] >= 0 else _below_0(), r[4], r[5], event_data(r[4], r[6], r[5]), Stamp(r[1], r[2], *r[7:10])
     ),
 )
 ROW = Shape(
-    ("seq", "round", "type", "data", "schema_version"),
-    lambda r: EventRow(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], event_data(r[2], r[3], r[4]), r[4]),
+    ("seq", "round", "type", "schema_version", "data"),
+    lambda r: StoredEvent(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], r[3], event_data(r[2], r[4], r[3])),
 )
 META = Shape(
     ("seq", "round", "type", "schema_version"),
-    lambda r: EventRow(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], None, r[3]),  # type: ignore[arg-type]
+    lambda r: StoredEvent(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], r[3]),
 )
 RAW = Shape(
     ("seq", "event_id", "round", "type", "schema_version", "data", "prev_hash", "hash", "texts", *KEY_FIELDS),
@@ -420,9 +381,9 @@ class EventReader(Stored):
         limit: int | None = None,
         newest: bool = False,
         **filters: Unpack[Filters],
-    ) -> Iterator[EventRow]:
-        """:meth:`read`'s events as (seq, round, type, data, version): what a fold or a count
-        needs (a SQL backend reads only those columns; ``data=False`` leaves the data out)."""
+    ) -> Iterator[StoredEvent]:
+        """:meth:`read`'s events without their :class:`Stamp`: what a fold or a count needs (a SQL
+        backend reads only those columns; ``data=False`` leaves the data out, and so the event)."""
         return self._select(Query(run, **filters), ROW if data else META, texts and data, limit, newest)
 
     def count(self, run: str, **filters: Unpack[Filters]) -> int:
@@ -482,7 +443,7 @@ class LogOperator(Stored):
             pass
         return problems
 
-    def checked_rows(self, run: str, problems: list[str]) -> Iterator[EventRow]:
+    def checked_rows(self, run: str, problems: list[str]) -> Iterator[StoredEvent]:
         """:meth:`verify_chain`'s one pass over the run's stored rows, each row's problems
         appended to ``problems`` as it is read; each row as :meth:`rows` gives it (a row every
         read passes over is named and left out), while no row so far is out of shape (past one,
@@ -521,7 +482,7 @@ class LogOperator(Stored):
             if refs:
                 problems += text_problems(r.seq, refs, r.texts)[0]
             if readable:
-                yield EventRow(r.seq, r.round, r.type, data, r.schema_version)
+                yield StoredEvent(r.seq, r.round, r.type, r.schema_version, data)
 
 
 class Recorder(EventWriter, EventReader, LogOperator):

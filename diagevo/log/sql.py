@@ -342,7 +342,7 @@ class SQLRecorder(Recorder):
                     rows = self._takeable(shape, params[0], rows, passed)
                     batch = [make(r) for r in rows]
                 if texts:
-                    restore_texts(batch, [r[len(columns)] for r in rows])  # type: ignore[type-var]
+                    restore_texts(batch, [r[len(columns)] for r in rows])  # type: ignore[arg-type]
                 yield from batch
 
     def _takeable(self, shape: Shape[Any], run: str, rows: list[Any], passed: list[int] | None) -> list[Any]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
 
-from diagevo.catalog import CATALOG, CheckpointPruned, CheckpointWritten, Event, RoundCommitted, RoundStarted
+from diagevo.catalog import CheckpointPruned, CheckpointWritten, Event, RoundCommitted, RoundStarted
 from diagevo.files.confined import checkpoint_name, checkpoint_problem
-from diagevo.memory.fold import Row, stored_event
+from diagevo.memory.fold import Row
 
 CHECKPOINT_TYPES: tuple[type[Event], ...] = (CheckpointWritten, CheckpointPruned)
 CHECKPOINT_READS: tuple[type[Event], ...] = (*CHECKPOINT_TYPES, RoundStarted, RoundCommitted)
@@ -35,7 +34,6 @@ SIZED, NAMED, OPENED, PRUNED = CHECKPOINT_RULES = (
 
 Broken = tuple[str, str] | None
 """(rule, reason) of the rule an event breaks, or None."""
-R = TypeVar("R", bound=Row)
 
 
 def checkpoint_rule(
@@ -103,19 +101,19 @@ class CheckpointTally:
         return broken
 
 
-def checkpoint_verdicts(rows: Iterable[R]) -> Iterator[tuple[R, Broken]]:
+def checkpoint_verdicts(rows: Iterable[Row]) -> Iterator[tuple[Row, Broken]]:
     """Each checkpoint event of ``rows`` (a run's :data:`CHECKPOINT_READS`, in log order) with
     the rule it breaks (None: the rule takes it): the one pass every reader of checkpoints makes."""
     tally = CheckpointTally()
     started: set[int] = set()
     committed: set[int] = set()
     for row in rows:
-        _seq, rnd, name, data, version = row
+        rnd, name = row.round, row.type
         if name == RoundStarted.name:
             started.add(rnd)
         elif name == RoundCommitted.name:
             committed.add(rnd)
         elif name in (CheckpointWritten.name, CheckpointPruned.name):
-            event = stored_event(CATALOG[name], data, version)
+            event = row.event
             assert isinstance(event, CheckpointWritten | CheckpointPruned)
             yield row, tally.take(rnd, event, opened=rnd in started and rnd not in committed)

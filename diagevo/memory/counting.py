@@ -49,9 +49,9 @@ from diagevo.config.base import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.fold import Draft, InvariantError, R, Row, check_first, check_shape, start, stored_event
+from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start
 from diagevo.memory.forks import fork_opening
-from diagevo.memory.state import Cause
+from diagevo.memory.state import Cause, MemoryImage
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,7 +435,7 @@ class Audit:
     the rules, and the first event the fold refused (its line and its seq; None: the fold took
     all)."""
 
-    commits: dict[int, dict[str, Any]]
+    commits: dict[int, MemoryImage]
     breaks: list[CountBreak]
     invariant: str | None
     refused_at: int | None = None
@@ -494,31 +494,30 @@ class Ledger:
         self.refused, self.refused_now = self.refused or exc, True
 
     def take_row(self, row: Row) -> Broken:
-        """:meth:`take` of a stored row's event, built unvalidated (:func:`stored_event`): a row
-        the fold reads out of shape is counted, not folded (the fold refuses it)."""
-        seq, rnd, name, data, version = row
-        cls = CATALOG[name]
-        event = stored_event(cls, data, version)
+        """:meth:`take` of a stored row's event, built unvalidated (:meth:`Event.from_stored`): a
+        row the fold reads out of shape is counted, not folded (the fold refuses it)."""
+        event = row.event
+        cls = type(event)
         self.refused_now = False
         if cls.folded and self.folds:
             try:
                 check_shape(event)
             except InvariantError as exc:
                 self._refuse(exc)
-        return self._take(rnd, event, seq)
+        return self._take(row.round, event, row.seq)
 
 
-def audit(rows: Iterable[R], run: str, *, whatif: bool = False, took: Callable[[R], None] | None = None) -> Audit:
-    """Fold ``(seq, round, type, data)`` rows of one run and check each counted event against
+def audit(rows: Iterable[Row], run: str, *, whatif: bool = False, took: Callable[[Row], None] | None = None) -> Audit:
+    """Fold the stored rows of one run and check each counted event against
     the rules with the memory before it: one pass. Past an event the fold refuses, the rules
     that need no memory are still checked. ``whatif``: the run is a what-if; ``took``: told of
     each row the fold takes (what ``memory stats`` counts), in the same pass."""
     ledger = Ledger(run, Tally(whatif=whatif))
     found: list[CountBreak] = []
-    commits: dict[int, dict[str, Any]] = {}
+    commits: dict[int, MemoryImage] = {}
     refused_at: int | None = None
     for row in rows:
-        seq, _, name, _, _ = row
+        seq = row.seq
         broken = ledger.take_row(row)
         if broken is not None:
             found.append(CountBreak(seq, *broken))
@@ -527,7 +526,7 @@ def audit(rows: Iterable[R], run: str, *, whatif: bool = False, took: Callable[[
             continue
         if took is not None:
             took(row)
-        if name == RoundCommitted.name:
+        if row.type == RoundCommitted.name:
             draft = ledger.draft
             assert draft is not None  # a run's first event starts it, or the fold refused it
             draft.last_seq = seq
@@ -537,11 +536,11 @@ def audit(rows: Iterable[R], run: str, *, whatif: bool = False, took: Callable[[
 
 
 def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:
-    """Every break of the rules in ``(seq, round, type, data)`` rows of one run, in log order
+    """Every break of the rules in the stored rows of one run, in log order
     (the rows of the types no rule reads are passed over)."""
     ledger = Ledger("", folds=False)
     for row in rows:
-        if CATALOG.get(row[2]) in RULES:
+        if CATALOG.get(row.type) in RULES:
             broken = ledger.take_row(row)
             if broken is not None:
-                yield CountBreak(row[0], *broken)
+                yield CountBreak(row.seq, *broken)

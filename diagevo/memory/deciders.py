@@ -22,6 +22,7 @@ from diagevo.catalog import (
     NodesMerged,
     QuestionGenerated,
     QuestionScored,
+    of_type,
 )
 from diagevo.errors import BadInput
 from diagevo.memory.fold import Row, evolve
@@ -150,12 +151,10 @@ def promotion_evidence(rows: Iterable[Row]) -> list[tuple[str | None, float]]:
     (its p1), filtered-out candidates included."""
     active: dict[str, str | None] = {}
     p1: dict[str, float] = {}
-    generated, scored = QuestionGenerated.name, QuestionScored.name
-    for _seq, _rnd, etype, data, version in rows:
-        if etype == generated:
-            question = QuestionGenerated.from_stored(data, version)
-            active[question.question_id] = question.active_cause
-        elif etype == scored:
-            score = QuestionScored.from_stored(data, version)
-            p1[score.question_id] = score.p1
+    for event in of_type((QuestionGenerated, QuestionScored), rows):
+        match event:
+            case QuestionGenerated(question_id=qid, active_cause=cause):
+                active[qid] = cause
+            case QuestionScored(question_id=qid, p1=score):
+                p1[qid] = score
     return [(active[q], p1[q]) for q in active if q in p1]

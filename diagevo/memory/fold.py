@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cache
 from types import MappingProxyType
-from typing import Any, TypeVar, cast
+from typing import cast
 
 from diagevo.catalog import (
     CATALOG,
@@ -32,13 +32,15 @@ from diagevo.catalog import (
     RoundCommitted,
     RunConfigured,
     RunStarted,
+    StoredEvent,
 )
 from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node, id_number
 from diagevo.text.parsing import config_k
 
-Row = tuple[int, int, str, Mapping[str, Any], int]  # (seq, round, type, data, schema_version)
-R = TypeVar("R", bound=Row)  # a row as a reader holds it (a stored row's typed tuple)
+Row = StoredEvent
+"""What the fold reads: a stored event (seq, round, type, the typed event built once), as the log
+gives it, or a producer's pending event in that shape (:meth:`StoredEvent.of`)."""
 Passed = Callable[[int, str], None]
 """Told of each stored row the fold refuses and passes over: its seq, and the rule in words.
 Whoever writes a log may append a row the rules refuse (the database keeps the log whole, not
@@ -267,16 +269,6 @@ def check_shape(event: Event) -> None:
             raise InvariantError(f"{cls.name}'s data.seed is not a whole number")
 
 
-def stored_event(cls: type[Event], data: Mapping[str, Any], version: int) -> Event:
-    """A stored row's typed event, unvalidated (:meth:`Event.from_stored`); a required field a
-    row stored past the database's check lacks reads as None (the counting rules name what does
-    not fit; the fold checks its own reads first, :func:`check_shape`)."""
-    required = _required(cls)
-    if not data.keys() >= required:
-        data = {**dict.fromkeys(required), **data}
-    return cls.reader(data, version)
-
-
 def start(run: str, event: RunStarted | RunConfigured, seq: int = 0) -> Memory:
     """The memory right after ``run.started`` (or the config a ``run.configured`` sets)."""
     config = dict(event.config)
@@ -313,7 +305,7 @@ def drafts(
         yield draft, row
 
 
-def taken(rows: Iterable[R], run: str, memory: Memory | None = None, passed: Passed | None = None) -> Iterator[R]:
+def taken(rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None) -> Iterator[Row]:
     """The rows the fold takes, in order: those it applies, and the evidence and bookkeeping of
     the rounds it takes them in. Each row it refuses is told to ``passed`` and left out, so that a
     count of the rows (``memory stats``, a round's commit) holds what the fold decided, by the
@@ -332,20 +324,14 @@ def taken(rows: Iterable[R], run: str, memory: Memory | None = None, passed: Pas
             draft = _fold(draft, run, (row,), note)[0]
         except NotStarted:
             continue  # a row ahead of the run's start: noted, passed over
-        if not refused or refused[-1] != row[0]:
+        if not refused or refused[-1] != row.seq:
             yield row
 
 
-_PLAN = {name: (cls, cls.reader if cls.folded else None) for name, cls in CATALOG.items()}
-"""Each type: its class, and how to read an event the fold applies (None: one it does not)."""
-
-
-def _folded_event(cls: type[Event], read: Callable[[Mapping[str, Any], int], Event], data: Any, version: int) -> Event:
-    """The event of a stored row the fold applies, built from its data (:meth:`Event.from_stored`)
-    and checked (:func:`check_shape`)."""
-    if not isinstance(data, Mapping):
-        raise InvariantError(f"{cls.name}'s data is not a JSON object")
-    event = read(data, version)
+def _folded_event(row: Row) -> Event:
+    """The event of a stored row the fold applies (built unvalidated, :meth:`Event.from_stored`),
+    checked (:func:`check_shape`)."""
+    event = row.event
     check_shape(event)
     return event
 
@@ -357,22 +343,22 @@ def _fold(draft: Draft | None, run: str, rows: Iterable[Row], passed: Passed | N
     the run's start is passed over when ``passed`` is given (each change is checked before it
     is made: the draft is as it was), and so is a row ahead of the run's ``run.started`` (stored
     raw where no database keeps the run's opening), else it stops the fold."""
-    seq, plan = 0, _PLAN
+    seq, catalog = 0, CATALOG
     try:
-        for seq, rnd, etype, data, version in rows:
-            cls, read = plan[etype]
+        for row in rows:
+            seq, rnd, cls = row.seq, row.round, catalog[row.type]
             if draft is None:
                 if cls is not RunStarted and passed is not None:  # a raw row ahead of the run's start
                     passed(seq, f"run {run!r} has {cls.name} before {RunStarted.name}")
                     continue
                 check_first(run, cls, rnd)
-                draft = Draft(start(run, _folded_event(cls, read, data, version), seq))  # type: ignore[arg-type]
+                draft = Draft(start(run, _folded_event(row), seq))  # type: ignore[arg-type]
                 continue
             try:
-                if read is None or rnd != draft.committed + 1:
+                if not cls.folded or rnd != draft.committed + 1:
                     draft.skip(cls, rnd)
                 else:
-                    draft._change(_folded_event(cls, read, data, version), rnd)
+                    draft._change(_folded_event(row), rnd)
             except InvariantError as exc:
                 if passed is None:
                     raise
@@ -391,9 +377,9 @@ def commits(
 ) -> Iterator[Memory]:
     """M_t at every ``round.committed`` of the rows, in order (``last_seq`` set to the commit's)."""
     committed, last = RoundCommitted.name, memory.committed if memory is not None else -1
-    for draft, (seq, _, etype, _, _) in drafts(rows, run, memory, passed):
-        if etype == committed and draft.committed != last:  # not a commit passed over
-            draft.last_seq = seq
+    for draft, row in drafts(rows, run, memory, passed):
+        if row.type == committed and draft.committed != last:  # not a commit passed over
+            draft.last_seq = row.seq
             yield draft.freeze()
         last = draft.committed
 
@@ -418,9 +404,9 @@ def fold_until(
         raise InvariantError(f"the starting memory is past round {t}")
     last = mem.committed if mem is not None else 0
     committed = RoundCommitted.name
-    for draft, (seq, rnd, etype, _, _) in drafts(rows, run, memory, passed):
+    for draft, row in drafts(rows, run, memory, passed):
         last = draft.committed
-        if etype == committed and rnd == t == draft.committed:
-            draft.last_seq = seq
+        if row.type == committed and row.round == t == draft.committed:
+            draft.last_seq = row.seq
             return draft.freeze()
     raise NotCommitted(f"round {t} was never committed (last committed round: {last})")

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 EMPTY: MappingProxyType[str, Any] = MappingProxyType({})
 
@@ -56,6 +56,26 @@ def node_order(node_id: str) -> tuple[int, int, str]:
     digits = node_id[1:]
     numbered = digits.isascii() and digits.isdigit() and len(digits) < 19
     return (0, int(digits), "") if numbered else (1, 0, node_id)
+
+
+class MemoryImage(TypedDict):
+    """The plain-JSON image of a memory a snapshot stores (:meth:`Memory.to_json`): its scalars,
+    its nodes as ``[id, label]`` and its causes as ``[id, node, description, state, frequency,
+    created_round]``, lists rather than objects to keep a snapshot of many causes small."""
+
+    run: str
+    k: float
+    seed: NotRequired[int]  # a snapshot older than the seed in it: 0
+    config: NotRequired[dict[str, Any]]  # ... older than the config in it: none
+    committed: int
+    open_round: int | None
+    F1: int | None
+    n_causes_created: int
+    n_nodes_created: int
+    last_seq: int
+    committed_rounds: list[int]
+    nodes: list[list[str]]
+    causes: list[list[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +126,7 @@ class Memory:
     def next_node_id(self) -> str:
         return f"N{self.n_nodes_created + 1}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MemoryImage:
         """A plain-JSON image of the memory (what snapshots store)."""
         return {
             "run": self.run,
@@ -127,7 +147,7 @@ class Memory:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Memory:
+    def from_json(cls, data: MemoryImage) -> Memory:
         return cls(
             run=data["run"],
             k=data["k"],

@@ -173,16 +173,14 @@ _SCANNED = frozenset((RunStarted, RoundCommitted, QuestionGenerated, EvalRecorde
 def _scan(store: EventReader, run: str) -> _Scanned:
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
-    shown = {e.seq: e.data for e in store.rows(run, types=_SHOWN_TEXTS, texts=True)}
+    shown = {e.seq: e for e in store.rows(run, types=_SHOWN_TEXTS, texts=True)}
     withdrawn = Withdrawn.of(store, run)  # a withdrawn batch's questions were never recorded
     for row in store.rows(run):
-        seq, rnd, etype, data, version = row
-        data = shown.get(seq, data)
-        found.rows.append((seq, rnd, etype, data, version))
-        found.last_seq = seq
-        cls = CATALOG[etype]
-        if cls in _SCANNED and not withdrawn.holds(row):  # the others are told by the stories alone
-            found.take(rnd, cls.from_stored(data, version))
+        row = shown.get(row.seq, row)
+        found.rows.append(row)
+        found.last_seq = row.seq
+        if CATALOG[row.type] in _SCANNED and not withdrawn.holds(row):  # the others are told by the stories alone
+            found.take(row.round, row.event)
     if not found.rows:
         raise InvariantError(f"run {run!r} has no events")
     return found

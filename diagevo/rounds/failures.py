@@ -16,12 +16,13 @@ from diagevo.catalog import (
     FailureDiagnosed,
     FailureRecorded,
     InvalidEvent,
+    Typed,
+    of_type,
 )
 from diagevo.catalog.failure import Failure
-from diagevo.log import EventRow
+from diagevo.log import StoredEvent
 from diagevo.rounds.protocol import ProtocolError
 from diagevo.text.formats import Refusal
-from diagevo.views.typed import Typed, of_type
 from diagevo.views.withdrawn import Withdrawn
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
@@ -63,7 +64,7 @@ DIAGNOSIS_STATE_TYPES = (*FAILURE_TYPES, FailureAttributed, CauseCreated, BatchW
 """What :func:`diagnosis_state` reads of a round."""
 
 
-def diagnosis_state(rows: Sequence[EventRow]) -> tuple[list[str], list[str], int]:
+def diagnosis_state(rows: Sequence[StoredEvent]) -> tuple[list[str], list[str], int]:
     """Where a round's failures stand, from its ``rows``: those recorded with no diagnosis
     (sorted), those whose diagnosis failed with nothing decided since (:func:`failed_diagnoses`),
     and how many failures it has (recorded or diagnosed). One reading for the commit, which

@@ -11,7 +11,7 @@ from diagevo.catalog import (
 )
 from diagevo.catalog import ids as keys
 from diagevo.errors import BadInput, Conflict, NotFound, start_call
-from diagevo.log import AppendResult, EventReader, EventRow, Recorder
+from diagevo.log import AppendResult, EventReader, Recorder, StoredEvent
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -41,7 +41,7 @@ def round_event(run: str, t: int, key: str, event: Event) -> EventIn:
     return new_event(event, run=run, at_round=t, event_id=keys.event_id(run, t, key))
 
 
-Reader = Callable[..., list[EventRow]]
+Reader = Callable[..., list[StoredEvent]]
 """What a decision reads: ``read(types, *, t=None, after_seq=0)`` (``t``: one round) -> the run's rows."""
 
 
@@ -49,7 +49,7 @@ def append_decision(store: Recorder, run: str, decide: Callable[[Reader], Sequen
     """Append the events ``decide`` returns, having let it read ``run`` at the log's head, under
     the append lock: one decision, no writer in between."""
 
-    def read(types: EventTypes | None, *, t: int | None = None, after_seq: int = 0) -> list[EventRow]:
+    def read(types: EventTypes | None, *, t: int | None = None, after_seq: int = 0) -> list[StoredEvent]:
         return list(store.rows(run, types=types, in_round=t, after_seq=after_seq))
 
     try:

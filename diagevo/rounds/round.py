@@ -22,12 +22,13 @@ from diagevo.catalog import (
     QuestionGenerated,
     QuestionScored,
     RoundCommitted,
+    of_type,
 )
 from diagevo.catalog.failure import Failure
 from diagevo.config.reals import real_number
 from diagevo.config.sections import MethodConfig
 from diagevo.errors import BadInput, Call
-from diagevo.log import AppendResult, EventRow, Recorder
+from diagevo.log import AppendResult, Recorder, StoredEvent
 from diagevo.memory.deciders import decide_promotions, promotion_evidence
 from diagevo.memory.fold import InvariantError, fold, taken
 from diagevo.memory.sampler import sample_requests
@@ -65,7 +66,6 @@ from diagevo.text.words import plural
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory, passer
 from diagevo.views.stats import count_rounds
-from diagevo.views.typed import of_type
 from diagevo.views.withdrawn import Withdrawn
 
 NO_QUESTION = (
@@ -543,7 +543,7 @@ class Round:
         raise OutOfOrder(f"cannot commit round {t}: its promotions are not decided", self._call("promote"), aside=True)
 
     def _failed_diagnoses_allowed(
-        self, rows: Sequence[EventRow], allow_undiagnosed: bool, allow_failed: bool
+        self, rows: Sequence[StoredEvent], allow_undiagnosed: bool, allow_failed: bool
     ) -> int | None:
         """Refuse a commit that would lose recorded failures' evidence from M_t unless allowed;
         how many failed diagnoses a commit so allowed leaves out (None: within the share)."""

@@ -18,6 +18,7 @@ from diagevo.catalog import (
     RunNoted,
     RunStarted,
     RunTagged,
+    of_type,
 )
 from diagevo.catalog import ids as keys
 from diagevo.config.sections import MethodConfig, config_changes, config_from_record
@@ -33,7 +34,6 @@ from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import runs as runs_view
 from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
-from diagevo.views.typed import of_type
 
 
 def run_config(store: EventReader, run: str) -> MethodConfig:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from diagevo.catalog import (
     MILESTONES,
@@ -14,9 +15,10 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
     RunStarted,
+    of_type,
 )
 from diagevo.errors import open_call, start_call
-from diagevo.log import EventReader, EventRow, Recorder
+from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.rounds.protocol import (
     OutOfOrder,
     ProtocolError,
@@ -29,7 +31,6 @@ from diagevo.rounds.protocol import (
 from diagevo.schemas import EventIn
 from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.runs import fork_marker, whatif_refusal
-from diagevo.views.typed import of_type, typed
 
 
 def seeded(seed: int, t: int, phase: str) -> random.Random:
@@ -53,7 +54,7 @@ class RunState:
         return t if t in self.started else None
 
 
-def state_from_rows(run: str, rows: Iterable[EventRow]) -> RunState:
+def state_from_rows(run: str, rows: Iterable[StoredEvent]) -> RunState:
     last, started, promoted, seed, exists = 0, set(), set(), 0, False
     for row in rows:
         match row.event:
@@ -98,7 +99,7 @@ def round_progress(store: EventReader, run: str, t: int) -> RoundProgress:
     state = round_state(store, run)
     phases = {p.phase: p for p in of_type(PhaseCompleted, store.rows(run, in_round=t, types=(PhaseCompleted,)))}
     last = checkpoint_log(store, run).latest(t)  # the events the checkpoint rule refuses passed over
-    return RoundProgress(state, t, phases, typed(CheckpointWritten, last).path if last is not None else None)
+    return RoundProgress(state, t, phases, cast(CheckpointWritten, last.event).path if last is not None else None)
 
 
 def round_state(store: EventReader, run: str) -> RunState:

@@ -14,15 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagevo.catalog import BatchWithdrawn, Event, FailureRecorded, QuestionGenerated
-from diagevo.log import AppendResult, EventReader, EventRow, StoredEvent
+from diagevo.catalog import BatchWithdrawn, Event, FailureRecorded, QuestionGenerated, of_type
+from diagevo.log import AppendResult, EventReader, StoredEvent
 from diagevo.rounds.failures import DIAGNOSES
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader
 from diagevo.rounds.state import RunState
 from diagevo.schemas import EventIn
 from diagevo.text.parsing import quoted
 from diagevo.views.stats import count_rounds
-from diagevo.views.typed import of_type
 from diagevo.views.withdrawn import WITHDRAWABLE, Withdrawn
 
 
@@ -95,7 +94,7 @@ def batch_of(done: AppendResult) -> str | None:
     return str(Batch(done.last_seq - done.appended + 1, done.last_seq)) if done.appended else None
 
 
-def standing(read: Reader, types: type[Event] | tuple[type[Event], ...], t: int) -> list[EventRow]:
+def standing(read: Reader, types: type[Event] | tuple[type[Event], ...], t: int) -> list[StoredEvent]:
     """Round ``t``'s rows of ``types`` read at the log's head, those a withdrawal took back left out."""
     wanted = types if isinstance(types, tuple) else (types,)
     rows = read((*wanted, BatchWithdrawn), t=t)

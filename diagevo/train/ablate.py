@@ -13,13 +13,12 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Literal
 
-from diagevo.catalog import RoundCommitted
+from diagevo.catalog import RoundCommitted, of_type
 from diagevo.log import Recorder, open_log
 from diagevo.train.config import load_config
 from diagevo.train.run import train
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.dynamics import measure_seed
-from diagevo.views.typed import of_type
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagevo.catalog import CheckpointWritten, PhaseCompleted
+from diagevo.catalog import CheckpointWritten, PhaseCompleted, of_type
 from diagevo.errors import BadInput, NotFound, Unavailable, require_use
 from diagevo.errors.installation import shipped
 from diagevo.log import EventReader, open_log
@@ -30,7 +30,6 @@ from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import attention
 from diagevo.train.run import train
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
-from diagevo.views.typed import of_type
 from diagevo.views.verify import verify_run
 
 CONFIG = "configs/gpu-check.toml"  # shipped with the package (diagevo.errors.installation.shipped)

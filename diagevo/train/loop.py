@@ -30,6 +30,7 @@ from diagevo.catalog import (
     RunForked,
     TrainStep,
     failure_id,
+    of_type,
 )
 from diagevo.catalog.failure import Failure
 from diagevo.curriculum.filtering import anchor_count, confident
@@ -62,7 +63,6 @@ from diagevo.views.checkpoints import checkpoint_log, resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
 from diagevo.views.stats import round_stats
-from diagevo.views.typed import of_type
 
 # the longest wait between two asks of a diagnostician that stopped answering
 MAX_OUTAGE_PAUSE_S = 60.0

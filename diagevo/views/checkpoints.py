@@ -16,15 +16,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, RunForked, RunStarted
 from diagevo.errors import NotFound
 from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
-from diagevo.log import EventReader, EventRow
+from diagevo.log import EventReader, StoredEvent
 from diagevo.log.recorder import pass_over
 from diagevo.memory.checkpoints import CHECKPOINT_READS, checkpoint_verdicts
 from diagevo.views.runs import fork_marker
-from diagevo.views.typed import typed
 
 
 @dataclass(frozen=True)
@@ -35,17 +35,17 @@ class CheckpointLog:
     refuses, passed over (``passed``)."""
 
     run: str
-    written: list[EventRow] = field(default_factory=list)
-    pruned: dict[str, EventRow] = field(default_factory=dict)
+    written: list[StoredEvent] = field(default_factory=list)
+    pruned: dict[str, StoredEvent] = field(default_factory=dict)
     passed: list[int] = field(default_factory=list)
 
-    def latest(self, t: int) -> EventRow | None:
+    def latest(self, t: int) -> StoredEvent | None:
         """The checkpoint round ``t`` resumes from: the last written up to its round (None: none)."""
         return next((row for row in reversed(self.written) if row.round <= t), None)
 
-    def gone(self, row: EventRow) -> EventRow | None:
+    def gone(self, row: StoredEvent) -> StoredEvent | None:
         """The ``checkpoint.pruned`` that deleted the checkpoint ``row`` wrote, or None."""
-        name = checkpoint_name(typed(CheckpointWritten, row).path)
+        name = checkpoint_name(cast(CheckpointWritten, row.event).path)
         return self.pruned.get(name) if name is not None else None
 
 
@@ -63,7 +63,7 @@ def checkpoint_log(store: EventReader, run: str, upto_seq: int | None = None) ->
         elif row.type == CheckpointWritten.name:
             log.written.append(row)
         else:
-            name = checkpoint_name(typed(CheckpointPruned, row).path)
+            name = checkpoint_name(cast(CheckpointPruned, row.event).path)
             assert name is not None  # the rule took it
             log.pruned[name] = row
     return log
@@ -82,7 +82,7 @@ def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
         seen.add(current)
         folders.append(owned_dir(root, run_name(current), create=False))
         marker = fork_marker(store, current)  # the one the rules take: a forged one leads nowhere
-        current = typed(RunForked, marker).source_run if marker is not None else None
+        current = marker.source_run if marker is not None else None
     return folders
 
 
@@ -139,7 +139,7 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path 
     if last is None:
         return None
     try:
-        path = checkpoint_dir(checkpoint_folders(store, run, root), typed(CheckpointWritten, last).path)
+        path = checkpoint_dir(checkpoint_folders(store, run, root), cast(CheckpointWritten, last.event).path)
     except FileNotFoundError as exc:
         from diagevo.views.configs import recovery  # the config's models: loaded for the refusal alone
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from diagevo.catalog import CATALOG, RoundCommitted, RunConfigured, RunStarted
 from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, Call, fork_call
-from diagevo.log import EventReader, EventRow, StoredEvent
+from diagevo.log import EventReader, StoredEvent
 from diagevo.log.recorder import pass_over
 
 CONFIG_TYPES = (RunStarted, RunConfigured)
@@ -46,11 +46,11 @@ def passed_config(store: EventReader, run: str, event: StoredEvent) -> bool:
     return True
 
 
-def recovery(store: EventReader, run: str, event: StoredEvent | EventRow) -> tuple[str, Call | None]:
+def recovery(store: EventReader, run: str, event: StoredEvent) -> tuple[str, Call | None]:
     """How to get past a bad event (a config no reader can use, an event the fold or a rule
     refuses): the words, and the fork that does it, from the last round committed before it
     (None when no round is: nothing before it to fork)."""
-    before = [r[1] for r in store.rows(run, types=(RoundCommitted,), upto_seq=event.seq - 1, data=False)]
+    before = [r.round for r in store.rows(run, types=(RoundCommitted,), upto_seq=event.seq - 1, data=False)]
     if CATALOG[event.type] is RunStarted or not before:
         return "the run has no round before it to fork: start a new run", None
     last = before[-1]

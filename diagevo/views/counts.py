@@ -16,7 +16,7 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
 )
-from diagevo.log import EventReader, EventRow
+from diagevo.log import EventReader, StoredEvent
 from diagevo.memory.checkpoints import CHECKPOINT_READS, CHECKPOINT_TYPES
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.schemas import EventIn
@@ -30,11 +30,11 @@ def stored_tally(store: EventReader, run: str, events: Iterable[EventIn], *, rou
     of the checkpoints it wrote if they hold one (two events a round), and with ``rounds``, of
     their rounds' questions, promotions and commits, as its log holds them."""
     mine = [ev for ev in events if ev.run == run]
-    found: dict[int, EventRow] = {}
+    found: dict[int, StoredEvent] = {}
     if any(CATALOG[ev.type] in CHECKPOINT_TYPES for ev in mine):
         found.update((e.seq, e) for e in store.rows(run, types=CHECKPOINT_READS))
     for field in ("failure_id", "question_id"):
-        ids = {i for ev in mine if isinstance(i := ev.data.get(field), str)}
+        ids = {i for ev in mine if isinstance(i := getattr(ev.event, field, None), str)}
         if ids:
             found.update((e.seq, e) for e in store.rows(run, keys={field: sorted(ids)}))
             found.update((e.seq, e) for e in store.rows(run, types=(BatchWithdrawn,)))  # what they take back

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, cast, runtime_checkable
 
 import numpy as np
 
@@ -108,6 +108,18 @@ def _room(buf: np.ndarray, n: int, fill: float | bool) -> np.ndarray:
     grown = np.full((2 * n, *buf.shape[1:]), fill, dtype=buf.dtype)
     grown[: len(buf)] = buf
     return grown
+
+
+class IndexRow(TypedDict):
+    """A row of the persisted index, as :meth:`VectorIndex.rows` shows it: a cause's or a node's
+    text, the embedder's model, and the seq of the memory it was written at."""
+
+    id: str
+    kind: str
+    text: str
+    model: str
+    seq: int
+    run: str
 
 
 class VectorIndex:
@@ -447,11 +459,11 @@ class VectorIndex:
             .execute(batch)
         )
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[IndexRow]:
         """The persisted rows (for inspection and tests); [] without a path."""
         if self._table is None:
             return []
-        data = self._table.to_arrow().select(["id", "kind", "text", "model", "seq", "run"]).to_pylist()
+        data = cast(list[IndexRow], self._table.to_arrow().select(list(IndexRow.__annotations__)).to_pylist())
         return sorted(data, key=lambda r: (r["kind"], r["seq"], r["id"]))
 
 

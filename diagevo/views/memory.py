@@ -9,14 +9,16 @@ model; this is the only place that joins the log and the pure memory.
 
 from __future__ import annotations
 
+from typing import cast
+
 from collections.abc import Iterator
 
 from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
 from diagevo.errors import Call, NotFound
 from diagevo.log import EventReader, LogOperator, Recorder, ViewState
-from diagevo.log.recorder import EventRow, pass_over
+from diagevo.log.recorder import StoredEvent, pass_over
 from diagevo.memory.fold import InvariantError, NotCommitted, Passed, commits, fold, fold_until, start, taken
-from diagevo.memory.state import Memory
+from diagevo.memory.state import Memory, MemoryImage
 from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -26,7 +28,7 @@ VIEW = "memory"
 """The name of the memory's saved states (one per committed round: the round is the part)."""
 
 
-def fold_rows(store: EventReader, run: str, after_seq: int = 0) -> Iterator[EventRow]:
+def fold_rows(store: EventReader, run: str, after_seq: int = 0) -> Iterator[StoredEvent]:
     """The rows the memory is folded from: those the fold applies, after ``after_seq``."""
     return store.rows(run, after_seq=after_seq, types=FOLDED)
 
@@ -72,7 +74,7 @@ def resolve_run(store: Recorder, run: str | None) -> str:
 
 def _snapshot(store: LogOperator, run: str, upto_round: int | None = None) -> Memory | None:
     found = store.view_states(VIEW, run, upto=upto_round, latest=True)
-    return Memory.from_json(found[0].state) if found else None
+    return Memory.from_json(cast(MemoryImage, found[0].state)) if found else None  # a state of this view
 
 
 @validated
@@ -101,7 +103,7 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
     return fold_until(fold_rows(store, run, after), run, at_round, base, passer(store, run))
 
 
-def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | None = None) -> Iterator[EventRow]:
+def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | None = None) -> Iterator[StoredEvent]:
     """The run's rows of every type after round ``after_round``'s commit (0: from its start) that
     the fold takes (:func:`~diagevo.memory.fold.taken`): what a count of the log counts. A row the
     fold refuses is passed over, named (:func:`passer`), as every reader of the memory passes it
@@ -128,7 +130,7 @@ def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator
         state = snaps.get(rnd)
         try:
             if state is not None:
-                mem = Memory.from_json(state)
+                mem = Memory.from_json(cast(MemoryImage, state))
             elif mem is None:
                 mem = load_memory(store, run, rnd)  # from the nearest snapshot before it
             else:
@@ -148,7 +150,7 @@ def save_snapshots(store: Recorder, run: str) -> int:
     hashes = {e.seq: e.hash for e in store.read(run, types=(RoundCommitted,), after_seq=fresh[0].last_seq - 1)}
     store.put_view_states(
         [
-            ViewState(VIEW, run, m.committed, m.last_seq, hashes[m.last_seq], m.to_json())
+            ViewState(VIEW, run, m.committed, m.last_seq, hashes[m.last_seq], dict(m.to_json()))
             for m in fresh
             if m.last_seq in hashes
         ]

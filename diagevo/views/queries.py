@@ -4,11 +4,11 @@ typed results of :mod:`diagevo.results` (``to_dict()`` is the command's ``--json
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, TrainStep
+from diagevo.catalog import CauseCreated, CheckpointPruned, CheckpointWritten, TrainStep, of_type
 from diagevo.errors import Call
-from diagevo.log import EventReader, EventRow, Recorder, StoredEvent
+from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
@@ -19,7 +19,6 @@ from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
 from diagevo.views.stories import CauseStory, UnknownCause, cause_rows, cause_story, recent_cause_rows
-from diagevo.views.typed import of_type, typed
 
 
 def memory_view(mem: Memory) -> MemoryView:
@@ -127,17 +126,18 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     """Every GRPO step the run logged (``train.step``), in log order: ``steps`` rows of
     :func:`step_row`; ``fields``: the TRL fields present, those of :data:`STEP_FIELDS` first."""
     run_id = resolve_run(store, run)
-    rows = [step_of(e.round, typed(TrainStep, e)) for e in store.read(run_id, types=(TrainStep,))]
+    rows = [step_of(e.round, cast(TrainStep, e.event)) for e in store.read(run_id, types=(TrainStep,))]
     seen = dict.fromkeys(k for r in rows for k in r.figures)
     fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
     return GrpoSteps(run=run_id, steps=rows, fields=fields)
 
 
-def pruned_note(event: StoredEvent | EventRow) -> str:
+def pruned_note(row: StoredEvent) -> str:
     """How a refusal names the pruning of a checkpoint: its path and its event."""
+    pruned = cast(CheckpointPruned, row.event)
     return (
-        f"its checkpoint {typed(CheckpointPruned, event).path} was pruned (checkpoint.pruned in round {event.round}, "
-        f"seq {event.seq}; train.keep_checkpoints decides how many are kept)"
+        f"its checkpoint {pruned.path} was pruned (checkpoint.pruned in round {row.round}, "
+        f"seq {row.seq}; train.keep_checkpoints decides how many are kept)"
     )
 
 
@@ -148,7 +148,7 @@ def checkpoint_disk(store: EventReader, run: str) -> dict[int, dict[str, float]]
     log = checkpoint_log(store, run)
     out: dict[int, dict[str, float]] = {}
     for e in log.written:
-        size = typed(CheckpointWritten, e).bytes  # what a backend that measures its checkpoints records
+        size = cast(CheckpointWritten, e.event).bytes  # what a backend that measures its checkpoints records
         if size is None:
             continue
         row = out.setdefault(e.round, {"ckpt_mb": 0.0, "disk_mb": 0.0})

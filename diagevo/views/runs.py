@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from diagevo.catalog import (
     CATALOG,
@@ -34,12 +34,11 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.errors import BadInput, Call, fork_call
-from diagevo.log import EventReader, EventRow, Recorder
+from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.log.recorder import pass_over
 from diagevo.memory.forks import fork_opening
 from diagevo.results import Json
 from diagevo.text.calls import validated
-from diagevo.views.typed import typed
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunTagged, RunNoted)
 
@@ -159,8 +158,8 @@ def summarise(store: Recorder, run: str) -> RunSummary:
                 notes.append(str(note))
     marker = fork_marker(store, run)
     if marker is not None:
-        forked_at, held = marker.round, typed(RunForked, marker)
-        forked = ForkedFrom(held.source_run, held.source_round, whatif_settings(held))
+        forked_at = marker.source_round
+        forked = ForkedFrom(marker.source_run, marker.source_round, whatif_settings(marker))
     first = next(store.read(run, limit=1), None)
     next(store.rows(run, limit=1, newest=True), None)  # the newest row: passed over, if no reader can take it
     last = max(committed, default=0)
@@ -209,10 +208,10 @@ def whatif_settings(forked: RunForked) -> Json:
 def is_whatif(store: EventReader, run: str) -> bool:
     """Whether ``run`` is a what-if: its fork marker the rules take (:func:`fork_marker`) says so."""
     marker = fork_marker(store, run)
-    return marker is not None and isinstance(typed(RunForked, marker).whatif, Mapping)
+    return marker is not None and isinstance(marker.whatif, Mapping)
 
 
-def fork_marker(store: EventReader, run: str) -> EventRow | None:
+def fork_marker(store: EventReader, run: str) -> RunForked | None:
     """The ``run.forked`` that makes ``run`` a fork or a what-if (None: it is neither): its last
     one the rules take, right after the copied commit of its round
     (:func:`~diagevo.memory.forks.fork_opening`), naming a commit of another run that the log
@@ -220,13 +219,13 @@ def fork_marker(store: EventReader, run: str) -> EventRow | None:
     ``run.forked`` (the database keeps the log whole, not its meaning): one the rules refuse marks
     nothing, and is passed over, named, as ``memory verify`` names it."""
     for row in reversed(list(store.rows(run, types=(RunForked,)))):
-        marker = typed(RunForked, row)
+        marker = cast(RunForked, row.event)
         before = next(store.rows(run, upto_seq=row.seq - 1, data=False, limit=1, newest=True), None)
         last = None if before is None else (before.round, CATALOG[before.type])
         broken = fork_opening(row.round, marker, last)
         problem = f"{broken[0]}: {broken[1]}" if broken is not None else fork_source_problem(store, run, marker)
         if problem is None:
-            return row
+            return marker
         pass_over(store, run, row.seq, problem if broken is not None else f"run forked at its opening: {problem}")
     return None
 
@@ -259,13 +258,12 @@ def latest_run(store: Recorder) -> str | None:
     return max(others, key=store.last_seq) if others else latest
 
 
-def whatif_refusal(run: str, marker: EventRow | None, what: str) -> tuple[str, Call] | None:
+def whatif_refusal(run: str, forked: RunForked | None, what: str) -> tuple[str, Call] | None:
     """Why ``run`` cannot be trained on, if it is a what-if (its fork marker, :func:`fork_marker`,
     says so), and the fork of its source under the same settings that can (message, call); None
     otherwise. A what-if's memory was decided again on evidence that models trained under the
     source's memory produced, and it holds no model of its own: neither a round nor a fork
     continues it, while a fork of the source with its settings continues the source's models."""
-    forked = None if marker is None else typed(RunForked, marker)
     if forked is None or not isinstance(forked.whatif, Mapping):
         return None
     source, at, settings = str(forked.source_run), int(forked.source_round), whatif_settings(forked)

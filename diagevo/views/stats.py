@@ -16,15 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from diagevo.catalog import CATALOG, BatchWithdrawn, EvalRecorded, RoundCommitted
 from diagevo.log import Recorder, ViewState
-from diagevo.log.recorder import EventRow
+from diagevo.log.recorder import StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import commit_memories, taken_rows
-from diagevo.views.typed import typed
 
 VIEW = "stats"
 
@@ -94,7 +93,7 @@ def commit_figures(ev: RoundCommitted) -> dict[str, float]:
     return out
 
 
-def count_rounds(rows: Iterable[EventRow]) -> dict[int, dict[str, int]]:
+def count_rounds(rows: Iterable[StoredEvent]) -> dict[int, dict[str, int]]:
     """Per round, the counted columns of these rows (each column present, 0 where none)."""
     acc = RoundStats()
     for row in rows:
@@ -115,19 +114,19 @@ class RoundStats:
     sizes: dict[int, dict[str, Any]] = field(default_factory=dict)  # committed round -> memory columns
     metrics: dict[int, dict[str, float]] = field(default_factory=dict)
 
-    def add(self, row: EventRow) -> None:
-        seq, rnd, etype, data, version = row
+    def add(self, row: StoredEvent) -> None:
+        seq, rnd, etype = row.seq, row.round, row.type
         self.seq = seq
         counts = self.counts.setdefault(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
         cls = CATALOG[etype]  # the event itself is built where its column depends on it, and for these two
         if cls.counted is not None and (cls.counted_if is None or getattr(row.event, cls.counted_if)):
             counts[cls.counted] += 1
         if cls is BatchWithdrawn:  # what the batch had counted is the round's no more
-            for column, n in typed(BatchWithdrawn, row).counts.items():
+            for column, n in cast(BatchWithdrawn, row.event).counts.items():
                 if column in counts:
                     counts[column] -= n
         if cls is EvalRecorded:
-            said = evaluation(rnd, typed(EvalRecorded, row))
+            said = evaluation(rnd, cast(EvalRecorded, row.event))
             metrics = self.metrics.setdefault(rnd, {})
             if isinstance(said, BenchmarkScore):  # a score of the round's checkpoint: the latest counts
                 if said.accuracy is not None:
@@ -136,7 +135,7 @@ class RoundStats:
                 metrics.update({_metric_name(k): v for k, v in said.items()})
         elif cls is RoundCommitted:  # its summary's figures, where no eval.recorded gave them
             metrics = self.metrics.setdefault(rnd, {})
-            for k, v in commit_figures(typed(RoundCommitted, row)).items():
+            for k, v in commit_figures(cast(RoundCommitted, row.event)).items():
                 metrics.setdefault(_metric_name(k), v)
 
     def commit(self, mem: Memory) -> None:

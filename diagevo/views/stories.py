@@ -283,17 +283,16 @@ class _StoryTeller:
 
 
 _SHOWN: tuple[type[Event], ...] = (QuestionGenerated, QuestionScored, FailureRecorded, FailureDiagnosed, LLMCalled)
-_READERS = {cls.name: cls.reader for cls in (*_SHOWN, *KINDS)}  # what a story reads, by type: bound once
+_READ = frozenset(cls.name for cls in (*_SHOWN, *KINDS))  # the types a story reads
 
 
 def story_events(rows: Iterable[Row]) -> Iterator[Read]:
     """The rows a story reads (an entry's event, or what an entry shows), each typed once: the
     ids that say which rows a cause's story needs are read from the same events it tells."""
-    readers = _READERS  # bound once: a hot cause has many rows
-    for seq, rnd, etype, d, version in rows:
-        read = readers.get(etype)
-        if read is not None:
-            yield seq, rnd, read(d, version)
+    read = _READ  # bound once: a hot cause has many rows
+    for row in rows:
+        if row.type in read:
+            yield row.seq, row.round, row.event
 
 
 def cause_stories(events: Iterable[Read], cause_ids: Collection[str] | None = None) -> dict[str, Story]:

@@ -9,19 +9,19 @@ verifies; a state that names an event the log no longer holds (or holds with ano
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
-from diagevo.log.recorder import PASSED, EventRow
+from diagevo.log.recorder import PASSED, StoredEvent
 from diagevo.log.registry import stored_problem
 from diagevo.memory.counting import Audit, audit
+from diagevo.memory.state import MemoryImage
 from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.runs import fork_source_problem, is_whatif
-from diagevo.views.typed import typed
 
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 
@@ -42,7 +42,7 @@ def verdict(store: Recorder, run: str) -> Verdict:
     saved = store.view_states(stats.VIEW, run, latest=True)
     fresh = stats.RoundStats()  # the statistics up to the saved ones', counted in the same read
     checked = fold_checked(store, run, problems, fresh, saved[0].seq if saved else 0)
-    folded: dict[int, dict] = {}
+    folded: dict[int, MemoryImage] = {}
     back: Call | None = None
     if checked is None:  # the fold would meet what it cannot read: the way back past the first
         how, back = way_back(store, run, int(unread(problems)[0].split(":", 1)[0].removeprefix("seq ")))
@@ -78,7 +78,7 @@ def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.R
     unless a row past it is one the fold cannot read."""
     rows = store.checked_rows(run, problems)
 
-    def took(row: EventRow) -> None:
+    def took(row: StoredEvent) -> None:
         if row.seq <= upto:
             counts.add(row)
 
@@ -120,7 +120,7 @@ def forked_problems(store: EventReader, run: str) -> list[str]:
     return [
         f"seq {e.seq}: run forked at its opening: {problem}"
         for e in store.rows(run, types=(RunForked,))
-        if (problem := fork_source_problem(store, run, typed(RunForked, e))) is not None
+        if (problem := fork_source_problem(store, run, cast(RunForked, e.event))) is not None
     ]
 
 

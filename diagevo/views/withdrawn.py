@@ -19,7 +19,7 @@ _NAMES = frozenset(cls.name for cls in WITHDRAWABLE)
 
 
 class Placed(Protocol):
-    """A row as a read gives it (a stored event, an :class:`~diagevo.log.EventRow`): where it is."""
+    """A row as a read gives it (a stored event, an :class:`~diagevo.log.StoredEvent`): where it is."""
 
     @property
     def seq(self) -> int: ...
