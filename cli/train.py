@@ -40,7 +40,7 @@ from diagevo.text.words import plural
 from diagevo.train import run as training
 from diagevo.train.ablate import CONFIGURED, MINI_ARMS, VARIANTS, WORLDS, run_ablation
 from diagevo.train.config import load_config
-from diagevo.train.folders import checkpoint_root
+from diagevo.train.folders import RunFolders, checkpoint_root
 from diagevo.train.hf.args import plan
 
 
@@ -236,7 +236,7 @@ def train(
     # the preflight, once: here before the database is created, so a refused train leaves nothing (exit 2);
     # a resumed run's config is read from its log, and checked there by the library
     if not resume:
-        training.ready(cfg, db_url)
+        training.ready(cfg, RunFolders.of(cfg, db_url, move=False))  # a refusal moves nothing
     _train_rounds(cfg, TrainRequest(resume, rounds, quiet, user_sets, explicit_db, db_url, cfg.train.out_dir))
 
 

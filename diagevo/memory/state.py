@@ -6,7 +6,6 @@ wants to change it decides new events instead (:mod:`diagevo.memory.deciders`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType

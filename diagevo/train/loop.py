@@ -56,7 +56,7 @@ from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import text_limits
 from diagevo.train.backend import Backend, numbers
 from diagevo.train.config import Config
-from diagevo.train.folders import checkpoint_root
+from diagevo.train.folders import RunFolders
 from diagevo.train.labels import LABEL_FIELDS, audit_labels
 from diagevo.train.tracking import Tracker, open_tracker
 from diagevo.views.checkpoints import checkpoint_log, resume_checkpoint
@@ -121,17 +121,19 @@ class Trainer:
         backend: Backend,
         run: str,
         *,
+        folders: RunFolders | None = None,
         progress: ProgressFn = no_progress,
         on_round: Callable[[RoundReport], None] = lambda r: None,
     ) -> None:
         self.cfg = config
+        self.folders = folders or RunFolders.of(config, store.url)  # keyed by database
         self.store = store
         self.backend = backend
         self.run = run
         self.progress = progress
         self.on_round = on_round
         self.seed = config.train.seed
-        self.ckpt_root = checkpoint_root(config, store.url)  # keyed by database
+        self.ckpt_root = self.folders.checkpoints
         # absolute (a resume may start elsewhere), reached without a link (nothing is written or
         # pruned outside the folder)
         self.ckpt_dir = owned_dir(self.ckpt_root, run_name(run), create=False)
@@ -256,7 +258,7 @@ class Trainer:
         self.progress("rounds", last, total)
         if last < total:
             self.load_embedder()
-            self.tracker = open_tracker(self.cfg, self.run, self.store.url)
+            self.tracker = open_tracker(self.cfg, self.run, self.folders)
         try:
             with text_limits(self.cfg.limits):  # the rounds' untrusted texts stored under the run's [limits]
                 for t in range(last + 1, total + 1):

@@ -24,7 +24,7 @@ from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
 from diagevo.train.backend import Backend
 from diagevo.train.config import Config
-from diagevo.train.folders import check_folders, checkpoint_root
+from diagevo.train.folders import RunFolders
 from diagevo.train.hf import distributed
 from diagevo.train.sim.backend import SimBackend
 from diagevo.views.checkpoints import name_stored_out_dir
@@ -129,9 +129,9 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
     return saved.model_copy(update={"db": config.db, "train": here})
 
 
-def ready(config: Config, db_url: str) -> None:
+def ready(config: Config, folders: RunFolders) -> None:
     """The preflight of :mod:`diagevo.doctor`: a missing need is refused (exit code 2)."""
-    require(preflight(config, checkpoint_root(config, db_url, move=False)))
+    require(preflight(config, folders.checkpoints))
 
 
 def train(
@@ -166,10 +166,11 @@ def train(
         raise BadInput(f"rounds must be at least 1, not {rounds}")
     store.lock_wait_s = config.limits.lock_wait_s
     run = run_id_for(store, config, resume)
-    check_folders(config, store.url, run)  # before the lease or any event: a refusal writes nothing
+    folders = RunFolders.of(config, store.url)  # the machine's, never a stored config's
+    folders.check(config, run)  # before the lease or any event: a refusal writes nothing
     wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
     if backend is None and not resume and not checked:
-        ready(config, store.url)  # before the run (or its lease) is written: a refusal leaves nothing
+        ready(config, folders)  # before the run (or its lease) is written: a refusal leaves nothing
     if resume:
         refuse_foreign_resume(store, run)
     # one training process per run, named in its lease by its pid, host and start; a second is refused
@@ -177,16 +178,18 @@ def train(
     with store.lease(run, holder):
         if resume:
             config = resumed_config(store, run, config, wanted)
-            name_stored_out_dir(store, run, checkpoint_root(config, store.url, move=False))
+            name_stored_out_dir(store, run, folders.checkpoints)
             if backend is None:
-                ready(config, store.url)
+                ready(config, folders)
         else:  # one decision under the append lock: of two processes creating this id, one is refused
             if rounds is not None:
                 config = config.model_copy(update={"train": config.train.model_copy(update={"rounds": rounds})})
             start_run(store, run, config, config.train.seed, resume="never", trainer=OUR_TRAINER)
         progress("load", 0, None)
         models = backend or make_backend(config)
-        trainer = Trainer(config, store, lead(models) if lead else models, run, progress=progress, on_round=on_round)
+        trainer = Trainer(
+            config, store, lead(models) if lead else models, run, folders=folders, progress=progress, on_round=on_round
+        )
         return run, trainer.train(config.train.rounds)
 
 

@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from diagevo.log.paths import beside_database, run_name
+from diagevo.log.paths import run_name
 from diagevo.train.config import Config
-from diagevo.train.folders import tracker_root
+from diagevo.train.folders import RunFolders
 
 PROJECT = "diagevo"  # the project name of W&B and trackio (WANDB_PROJECT / TRACKIO_PROJECT override)
 
@@ -118,13 +118,14 @@ class MLflow(Tracker):
         self.mlflow.end_run()
 
 
-def open_tracker(cfg: Config, run: str, db_url: str) -> Tracker:
-    """The tracker ``train.report_to`` names for ``run`` (``none``: one that records nothing)."""
+def open_tracker(cfg: Config, run: str, folders: RunFolders) -> Tracker:
+    """The tracker ``train.report_to`` names for ``run`` (``none``: one that records nothing),
+    writing where ``folders`` say."""
     kind = cfg.train.report_to
     if kind == "tensorboard":
-        return TensorBoard(tracker_root(cfg, db_url) / run_name(run))
+        return TensorBoard(folders.tracker / run_name(run))
     if kind in ("wandb", "trackio"):
         return WandbLike(kind, run)
     if kind == "mlflow":
-        return MLflow(run, Path(beside_database(db_url, ".mlruns")))
+        return MLflow(run, folders.mlruns)
     return Tracker()

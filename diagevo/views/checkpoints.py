@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, RunForked, RunStarted
+from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, RunStarted
 from diagevo.errors import NotFound
 from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
 from diagevo.log import EventReader, StoredEvent

@@ -9,9 +9,8 @@ model; this is the only place that joins the log and the pure memory.
 
 from __future__ import annotations
 
-from typing import cast
-
 from collections.abc import Iterator
+from typing import cast
 
 from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
 from diagevo.errors import Call, NotFound

@@ -34,7 +34,7 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.errors import BadInput, Call, fork_call
-from diagevo.log import EventReader, Recorder, StoredEvent
+from diagevo.log import EventReader, Recorder
 from diagevo.log.recorder import pass_over
 from diagevo.memory.forks import fork_opening
 from diagevo.results import Json
