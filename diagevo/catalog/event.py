@@ -234,10 +234,10 @@ def _reader(cls: type[Event]) -> Callable[[Mapping[str, Any], int], Event]:
             raise NewerEvent(str(version_problem(cls, version)))
         for upcast in chain:
             data = upcast(dict(data))
-        if not data.keys() >= needed:  # a row stored past the database's check: the rules name what does not fit
-            data = {**required, **data}
-        if len(data) == count and "cut" not in data:
+        if len(data) == count and "cut" not in data:  # every field (a read passes over a row out of shape)
             return complete(data)
+        if not data.keys() >= needed:  # a row written by hand: the rules name what does not fit
+            data = {**required, **data}
         fields = dict(data)
         if "cut" in fields:
             fields["_cut"] = fields.pop("cut")  # model_construct sets the private attribute it is given

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from diagevo.catalog.event import Event, Kind
+from diagevo.catalog.event import _READERS, Event, Kind
 from diagevo.catalog.events import (
     EVENT_CLASSES,
     RunStarted,
@@ -26,7 +26,7 @@ def stored_event(type_name: str, data: Mapping[str, Any], version: int) -> Event
     ``version``): :meth:`Event.from_stored`, unvalidated. The one way a reader outside the
     catalog builds an event (the log's :attr:`~diagevo.log.StoredEvent.event`, an envelope's
     :attr:`~diagevo.schemas.EventIn.event`), each built once."""
-    return CATALOG[type_name].from_stored(data, version)
+    return _READERS[CATALOG[type_name]](data, version)  # Event.from_stored, without its lookup of the class
 
 
 EventTypes = Collection[type[Event]]
