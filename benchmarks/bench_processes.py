@@ -23,9 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from diagevo.catalog import PhaseCompleted
+from diagevo.catalog import PhaseCompleted, of_type
 from diagevo.log import open_log
-from diagevo.catalog import of_type
 
 SIZES = ["train.challenger_questions=4", "train.curriculum_questions=8", "grpo.construction_responses=4"]
 

@@ -75,13 +75,12 @@ class Meter:
 
 def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str, Any]:
     """One run in this process; the figures as JSON."""
-    from diagevo.catalog import PhaseCompleted, RoundCommitted
+    from diagevo.catalog import PhaseCompleted, RoundCommitted, of_type
     from diagevo.log import open_log
     from diagevo.train import loop as loop_module
     from diagevo.train.config import load_config
     from diagevo.train.hf.backend import HFBackend
     from diagevo.train.run import train
-    from diagevo.catalog import of_type
     from diagevo.views.verify import verify_run
 
     cfg = load_config(

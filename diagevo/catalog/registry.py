@@ -21,6 +21,7 @@ class it was written at (:attr:`Event.class_version`; see :mod:`diagevo.catalog.
 CATALOG: dict[str, type[Event]] = {cls.name: cls for cls in EVENT_CLASSES}
 """Type name -> its class, in the catalog's order."""
 
+
 def stored_event(type_name: str, data: Mapping[str, Any], version: int) -> Event:
     """The typed event of a stored row (type ``type_name``, its ``data`` as stored at its class's
     ``version``): :meth:`Event.from_stored`, unvalidated. The one way a reader outside the
