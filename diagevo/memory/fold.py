@@ -385,7 +385,7 @@ def commits(
 
 
 def fold(rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None) -> Memory:
-    """Fold ``(seq, round, type, data)`` rows of one run, starting from ``memory`` (a snapshot)
+    """Fold the stored rows of one run, starting from ``memory`` (a snapshot)
     or from the run's ``run.started``; ``passed``: pass over a row the fold refuses (:data:`Passed`)."""
     draft, seq = _fold(Draft(memory) if memory is not None else None, run, rows, passed)
     if seq:
