@@ -11,7 +11,19 @@ models, so that a read of the log does not load them.
 
 from __future__ import annotations
 
-from diagevo.catalog import Event, RoundCommitted, RunForked
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from diagevo.catalog import COUNTED, Event, RoundCommitted, RunForked
+
+RECOUNTED = frozenset({"F", "epsilon_next", *COUNTED.values()})
+"""The fields of a commit a what-if writes again (:meth:`diagevo.whatif._Deriving._commit`: the
+counts, F and epsilon, of the memory it decided again); the rest of its copy is the source's."""
+CONFIGURED = frozenset({"config"})
+"""The field of a config record a what-if writes again (its settings applied); the rest is the source's."""
+
+Copy = tuple[str, int, int, Mapping[str, Any]]
+"""An event as a copy keeps it: its type, round, stored version and stored record."""
 
 
 def fork_opening(rnd: int, ev: RunForked, last: tuple[int, type[Event]] | None) -> tuple[str, str] | None:
@@ -25,3 +37,15 @@ def fork_opening(rnd: int, ev: RunForked, last: tuple[int, type[Event]] | None) 
             "what-if writes it, right after the rounds it copies"
         )
     return None
+
+
+def copy_differs(copy: Copy, original: Copy | None, changed: Collection[str] = ()) -> bool:
+    """Whether ``copy`` is no copy of ``original`` as a fork or a what-if writes one: another
+    type, round or version, or another record but for the fields in ``changed`` (those a what-if
+    writes again, :data:`RECOUNTED`, :data:`CONFIGURED`; none for a fork, whose copy holds the
+    source's record)."""
+    if original is None or copy[:3] != original[:3]:
+        return True
+    mine, theirs = copy[3], original[3]
+    kept = (mine.keys() | theirs.keys()) - set(changed)
+    return any(k not in mine or k not in theirs or mine[k] != theirs[k] for k in kept)
