@@ -27,6 +27,7 @@ from diagevo.catalog.ids import event_id
 from diagevo.fork import fork_run
 from diagevo.interchange import export_lines, ingest
 from diagevo.log import open_log
+from diagevo.memory.forks import whatif_config
 from diagevo.schemas import EventIn
 from diagevo.views.runs import fork_marker
 from diagevo.whatif import what_if
@@ -37,20 +38,30 @@ from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (Postg
 VICTIM, SOURCE = "victim", "source"
 
 
-def _run(run: str, seed: int, val_acc: float) -> list[EventIn]:
+def _run(run: str, seed: int, val_acc: float, config: dict[str, Any] | None = None) -> list[EventIn]:
     """A run of one committed round, its ids as diagevo's trainer writes them."""
+    config = config or {"k": 0.5}
     return [
-        wire_event("run.started", run, 0, event_id(run, 0, "run.started"), config={"k": 0.5}, seed=seed),
+        wire_event("run.started", run, 0, event_id(run, 0, "run.started"), config=config, seed=seed),
         wire_event("round.started", run, 1, event_id(run, 1, "round.started")),
         wire_event("node.created", run, 1, event_id(run, 1, "node.created", "N1"), node_id="N1", label="algebra"),
         wire_event("round.committed", run, 1, event_id(run, 1, "round.committed"), val_acc=val_acc),
     ]
 
 
-VICTIMS = {  # how the victim differs from the source: its seed, or a figure of its commit
-    "another seed": _run(VICTIM, 1, 0.5),
-    "another figure": _run(VICTIM, 0, 0.75),
-}
+SETTINGS = {"memory.k": "1.0"}  # the forged what-if's
+
+
+def _victim(differs: str, whatif: bool) -> list[EventIn]:
+    """The victim as its own trainer wrote it, differing from the source only as ``differs``
+    says: its config beside what a what-if changes, its seed, or a figure of its commit (with
+    the config a what-if under :data:`SETTINGS` would hold: an ablation of the source's k)."""
+    same = whatif_config({"k": 0.5}, SETTINGS if whatif else {})
+    return {
+        "another config": lambda: _run(VICTIM, 0, 0.5, {**same, "train": {**same.get("train", {}), "rounds": 3}}),
+        "another seed": lambda: _run(VICTIM, 1, 0.5, same),
+        "another figure": lambda: _run(VICTIM, 0, 0.75, same),
+    }[differs]()
 
 
 @dataclass
@@ -112,22 +123,22 @@ def _marker(db: str, whatif: bool) -> dict[str, Any]:
     with open_log(db, create=False) as log:
         commit = next(log.read(SOURCE, types=(RoundCommitted,)))
     marker = {"source_run": SOURCE, "source_round": 1, "source_seq": commit.seq, "source_hash": commit.hash}
-    return marker | ({"whatif": {"settings": {"memory.k": "1.0"}, "meaning": "a what-if"}} if whatif else {})
+    return marker | ({"whatif": {"settings": SETTINGS, "meaning": "a what-if"}} if whatif else {})
 
 
 @pytest.mark.parametrize("whatif", [False, True], ids=["fork", "what-if"])
-@pytest.mark.parametrize("differs", sorted(VICTIMS))
+@pytest.mark.parametrize("differs", ["another config", "another seed", "another figure"])
 def test_a_marker_forged_after_a_runs_own_commit_makes_no_fork(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path, differs: str, whatif: bool
 ) -> None:
-    forged = _forged(backend, request, tmp_path, VICTIMS[differs])
+    forged = _forged(backend, request, tmp_path, _victim(differs, whatif))
     seq = forged.forge("run.forked", 1, _marker(forged.db, whatif))
     code, out, err = cli("runs", "--db", forged.db, "--json")
     assert code == 0, err
     (row,) = [r for r in json.loads(out)["runs"] if r["run"] == VICTIM]
     assert row["forked_from"] is None and row["status"] not in ("forked", "what-if"), row
     assert [p["seq"] for p in row["passed_over"]] == [seq], row
-    said = "first event (seq" if differs == "another seed" else "commit of round 1 (seq"
+    said = "commit of round 1 (seq" if differs == "another figure" else "first event (seq"
     assert f"run {VICTIM!r}, seq {seq}: passed over: run forked at its opening: its {said}" in err, err
     code, _, err = cli("round", "start", "--run", VICTIM, "--db", forged.db)  # a what-if's would be refused
     assert code == 0, err
@@ -142,7 +153,7 @@ def test_a_fork_a_whatif_and_an_ingested_fork_still_read_as_such(tmp_path: Path)
     with open_log(db) as log:
         log.append(_run(SOURCE, 0, 0.5))
         fork_run(log, SOURCE, 1, "copy")
-        made = what_if(log, SOURCE, {"memory.k": "1.0"}, "other-k")
+        made = what_if(log, SOURCE, SETTINGS, "other-k")
         assert fork_marker(log, "copy") is not None and fork_marker(log, made.run) is not None
         assert not log.passed_over, log.passed_over
         source, copy = list(export_lines(log, SOURCE)), list(export_lines(log, "copy"))

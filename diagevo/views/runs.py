@@ -34,10 +34,10 @@ from diagevo.catalog import (
     RunTagged,
 )
 from diagevo.catalog.ids import source_event_id
-from diagevo.errors import BadInput, Call, fork_call
+from diagevo.errors import BadInput, Call, DiagevoError, fork_call
 from diagevo.log import EventReader, EventRow, Recorder, StoredEvent, payload
 from diagevo.log.recorder import pass_over
-from diagevo.memory.forks import CONFIGURED, RECOUNTED, Copy, copy_differs, fork_opening
+from diagevo.memory.forks import RECOUNTED, WHATIF_SETTINGS, Copy, copy_differs, fork_opening, whatif_config
 from diagevo.results import Json
 from diagevo.text.calls import validated
 from diagevo.text.untrusted import shorten
@@ -273,10 +273,11 @@ def fork_copy_problem(store: EventReader, run: str, forked: RunForked) -> str | 
     it cannot write is the run's log before it. A fork's or a what-if's log opens with the
     source's first event copied and holds the source's commit of the round as its first commit
     of it, each as the copy keeps it (:func:`~diagevo.memory.forks.copy_differs`: a what-if's
-    config and counts written again). Four reads by index, whatever the run's length (a reader
-    of a fork's origin asks this every time): a run whose opening and commit are the source's to
-    the field (the same config and seed, the same figures; a what-if's config may differ where
-    the marker names settings) is not told apart from a copy."""
+    config with the settings its marker names, its counts written again). Four reads by index,
+    whatever the run's length (a reader of a fork's origin asks this every time): a run whose
+    opening and commit are the source's to the field (the same config and seed, the same
+    figures; for a what-if, a config that differs only in the settings a what-if changes) is
+    not told apart from a copy."""
     source, at, whatif = str(forked.source_run), forked.source_round, isinstance(forked.whatif, Mapping)
     first = next(store.read(run, limit=1), None)
     commit = next(store.read(run, types=(RoundCommitted,), in_round=at, limit=1), None)
@@ -284,7 +285,7 @@ def fork_copy_problem(store: EventReader, run: str, forked: RunForked) -> str | 
         return f"run {run!r} holds no commit of round {at!r}: it is no copy of run {source!r}"
     copied = source_event_id(first.event_id, source, run)
     original = next(store.read(source, keys={"event_id": [copied]}, upto_seq=forked.source_seq, limit=1), None)
-    if copy_differs(_copy(first), _copy_of(original), CONFIGURED if whatif else ()):
+    if copy_differs(_copy(first), _opening_copy(original, forked)):
         return f"its first event (seq {first.seq}) is no copy of event {shorten(copied, 80)!r} of run {source!r}"
     if copy_differs(_copy(commit), _copy_of(store.event_at(source, forked.source_seq)), RECOUNTED if whatif else ()):
         return f"its commit of round {at} (seq {commit.seq}) is no copy of the commit of run {source!r}"
@@ -297,6 +298,27 @@ def _copy(e: StoredEvent) -> Copy:
 
 def _copy_of(e: StoredEvent | None) -> Copy | None:
     return None if e is None else _copy(e)
+
+
+def _opening_copy(original: StoredEvent | None, forked: RunForked) -> Copy | None:
+    """The source's event ``original`` as the fork or what-if ``forked`` copies it: a config
+    record of a what-if with its settings applied (:func:`~diagevo.memory.forks.whatif_config`);
+    None where no what-if writes these settings (one it cannot change, or a value its config
+    refuses)."""
+    settings = whatif_settings(forked)
+    if original is None or settings is None or CATALOG[original.type] not in (RunStarted, RunConfigured):
+        return _copy_of(original)
+    record = payload(original)
+    if not isinstance(settings, Mapping):
+        return None
+    changed = {k: v for k, v in settings.items() if k in WHATIF_SETTINGS and type(v) is str}
+    if len(changed) != len(settings):
+        return None
+    try:
+        config = whatif_config(record["config"], changed)
+    except (DiagevoError, TypeError, KeyError):
+        return None
+    return original.type, original.round, original.schema_version, {**record, "config": config}
 
 
 def latest_run(store: Recorder) -> str | None:
