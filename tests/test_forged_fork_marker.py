@@ -30,9 +30,10 @@ from diagevo.log import open_log
 from diagevo.memory.forks import whatif_config
 from diagevo.schemas import EventIn
 from diagevo.views.runs import fork_marker
+from diagevo.views.verify import verify_run
 from diagevo.whatif import what_if
 from tests.input_cases import cli
-from tests.logs import wire_event
+from tests.logs import Log, wire_event
 from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
 
 VICTIM, SOURCE = "victim", "source"
@@ -162,3 +163,23 @@ def test_a_fork_a_whatif_and_an_ingested_fork_still_read_as_such(tmp_path: Path)
         ingest(log, copy)
         assert fork_marker(log, "copy") is not None
         assert not log.passed_over, log.passed_over
+
+
+def test_a_forged_whatif_marker_relaxes_no_rule_after_it(tmp_path: Path) -> None:
+    """A what-if's questions are its source's (a stitched one may name a cause Active in the
+    what-if's memory), and its log ends at its marker: the rules relax nothing after a marker. A
+    stitched question naming an Active cause as mastered, written after a forged what-if marker,
+    is named by ``memory verify`` as it is in any run."""
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    victim = Log(VICTIM).node("N1").cause("C1", "N1").cause("C2", "N1").commit()
+    with open_log(db) as log:
+        log.append([*_run(SOURCE, 0, 0.5), *victim.events()])
+        marker = _marker(db, whatif=True)
+        raw = [("run.forked", 1, marker), ("round.started", 2, {})]
+        raw.append(("question.generated", 2, {"question_id": "s", "mode": "stitched", "text": "?"}))
+        raw[-1][2].update(active_cause="C1", mastered_cause="C2")
+        for type_, rnd, data in raw:
+            log.append([EventIn.model_construct(type=type_, run=VICTIM, round=rnd, event_id=_id(), data=data)])
+        stitched = log.last_seq(VICTIM)
+        problems = verify_run(log, VICTIM)
+    assert any(p.startswith(f"seq {stitched}: stitched question on a Mastered cause") for p in problems), problems
