@@ -21,7 +21,7 @@ from diagevo.catalog import (
     RunStarted,
     of_type,
 )
-from diagevo.catalog.ids import event_id
+from diagevo.catalog.ids import event_id, source_event_id
 from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copy_or_pass_over
@@ -115,13 +115,6 @@ def _cause_side(m: Memory, cid: str) -> CauseSide:
     return CauseSide(cid, c.state.value, c.frequency, c.node)
 
 
-def _original_id(eid: str, source: str, new: str) -> str:
-    """The id in ``source`` of the event that ``rebase_event_id`` copied as ``eid`` into ``new``."""
-    if eid.startswith(f"{new}/fork/"):
-        return eid[len(f"{new}/fork/") :]
-    return source + eid[len(new) :] if eid.startswith(f"{new}/") else eid
-
-
 def _creations(
     store: EventReader, run: str, made: type[CauseCreated | NodeCreated] = CauseCreated, depth: int = 0
 ) -> dict[str, tuple[str, str]]:
@@ -136,7 +129,7 @@ def _creations(
             case CauseCreated(cause_id=made_id) | NodeCreated(node_id=made_id):
                 identity = f"{run}:{e.event_id}"
                 if fork is not None and e.seq < fork[0]:  # copied by the fork
-                    original = _original_id(e.event_id, fork[1], run)
+                    original = source_event_id(e.event_id, fork[1], run)
                     identity = inherited.get(original, ("", f"{fork[1]}:{original}"))[1]
                 out[e.event_id] = (made_id, identity)
     return out

@@ -43,6 +43,7 @@ from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.log.recorder import pass_over
 from diagevo.memory.deciders import DecisionError, decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, InvariantError, start
+from diagevo.memory.forks import WHATIF_SETTINGS, whatif_config
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.schemas import EventIn, new_event
@@ -61,7 +62,7 @@ MEANING = (
 )
 """What a what-if is, in one sentence: every output of a what-if says it."""
 
-SETTINGS = ("memory.k", "memory.theta_up", "memory.state_updates")
+SETTINGS = WHATIF_SETTINGS
 """The settings a what-if can change: those of the deciders that call no model."""
 
 MOST_WHATIFS = 100
@@ -164,8 +165,9 @@ def parse_settings(sets: Sequence[str]) -> list[dict[str, str]]:
 
 
 def _with_settings(record: Mapping[str, Any], settings: Mapping[str, str]) -> dict[str, Any]:
-    """A stored config record with ``settings`` applied, checked as the method's config."""
-    return config_from_record(record).overridden([f"{k}={v}" for k, v in settings.items()]).redacted()
+    """A stored config record with ``settings`` applied, checked as the method's config (what
+    a reader of the what-if's marker expects its config records to hold: :func:`whatif_config`)."""
+    return whatif_config(record, settings)
 
 
 def default_name(source: str, settings: Mapping[str, str]) -> str:

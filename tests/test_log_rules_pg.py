@@ -20,14 +20,14 @@ import pytest
 
 from diagevo.catalog import RunForked
 from diagevo.fork import fork_run
-from diagevo.interchange import IngestError, ingest
+from diagevo.interchange import IngestError, copied_event, ingest
 from diagevo.log import open_log
 from diagevo.views.memory import load_memory
 from diagevo.views.runs import is_whatif
 from diagevo.views.verify import verify_run
 from diagevo.whatif import what_if
 from tests.input_cases import cli
-from tests.logs import Log
+from tests.logs import wire_event
 from tests.test_log_shapes_pg import open_round, raw_row, still_whole  # noqa: F401 - the fixture
 from tests.test_log_trainer_role import Roles, insert, refused_or_passed_over, roles  # noqa: F401 - the fixture
 
@@ -184,14 +184,14 @@ def test_a_run_opened_by_run_forked_names_its_source_commit(
     hash_: str | None,
     refusal: str | None,
 ) -> None:
-    """A new run whose opening ends in ``run.forked``, appended in one statement by the trainer
-    through the plain append: the source's commit must be there with the hash it names."""
+    """A new run that copies base through its commit of round 1 and ends in ``run.forked``,
+    appended in one statement by the trainer through the plain append: the source's commit must
+    be there with the hash it names."""
     data = _forked(roles, 1) | ({"source_hash": hash_} if hash_ else {})
-    copy = Log("copy").node("N1").commit()
-    copy.round = 1
-    copy.add(RunForked.name, **data)
     with open_log(roles.trainer_url, create=False) as log:
-        assert log.append(copy.events()).appended == len(copy.events())
+        copy = [copied_event(e, "base", "copy") for e in log.read("base", upto_seq=data["source_seq"], texts=True)]
+        copy.append(wire_event(RunForked.name, "copy", 1, "copy/1/run.forked", **data))
+        assert log.append(copy).appended == len(copy)
         problems = verify_run(log, "copy")
         load_memory(log, "copy")  # its readers do not stop
     if refusal is None:

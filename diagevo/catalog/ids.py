@@ -28,6 +28,14 @@ def rebase_event_id(eid: str, source: str, new: str) -> str:
     return new + "/" + eid[len(prefix) :] if eid.startswith(prefix) else f"{new}/fork/{eid}"
 
 
+def source_event_id(eid: str, source: str, new: str) -> str:
+    """The id in run ``source`` of the event that :func:`rebase_event_id` copied as ``eid`` into
+    run ``new`` (an id the copy did not make comes back as itself, or with the run part replaced)."""
+    if eid.startswith(f"{new}/fork/"):
+        return eid[len(f"{new}/fork/") :]
+    return source + eid[len(new) :] if eid.startswith(f"{new}/") else eid
+
+
 def failure_id(question_id: str, *parts: object) -> str:
     """``QUESTION-PART-...``: the id of a failed response of question ``question_id``, ``parts``
     saying which (its place among the question's responses; for verl's dump, ``sSTEP`` and its

@@ -18,7 +18,9 @@ SQLite has no roles (whoever may write the file may drop a trigger): it has no s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import CATALOG
@@ -184,29 +186,60 @@ def catalog_specs() -> dict[str, dict[str, Any]]:
     return {name: type_spec(name) for name in CATALOG}
 
 
-FieldCheck = tuple[frozenset[type], frozenset[str], dict[str, Any]]
+FieldCheck = tuple[frozenset[type], frozenset[str], dict[str, Any], Callable[[Any], bool] | None]
 
 
 Checker = tuple[frozenset[str], dict[str, FieldCheck], int | None]
 
 
+SHAPES = Path(__file__).with_name("shapes.json")
+""":func:`catalog_specs` as of the last :func:`write_shapes`: every reader tests each row it takes
+against its type's shape, and deriving a shape from its class's JSON schema takes milliseconds a
+type, which a read command would pay again in every process (``tests/test_log_shapes.py`` holds
+the file equal to the catalog)."""
+
+
+def write_shapes(path: Path = SHAPES) -> None:
+    """Write :data:`SHAPES` from the catalog (after a change to an event class's fields)."""
+    path.write_text(json.dumps(catalog_specs(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+@cache
+def _stored_specs() -> dict[str, dict[str, Any]]:
+    """:data:`SHAPES` as read (empty where it is missing: each shape is then derived)."""
+    try:
+        return dict(json.loads(SHAPES.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def _spec(type_: str) -> dict[str, Any]:
+    """:func:`type_spec` of a type of the catalog, from :data:`SHAPES` where it holds the type (a
+    class defined outside the catalog's package, a test's, is derived)."""
+    stored = _stored_specs().get(type_)
+    model = CATALOG[type_]
+    if stored is not None and model.__module__.startswith("diagevo.catalog."):
+        return stored
+    return type_spec(type_)
+
+
 @cache
 def _checker(type_: str) -> Checker | None:
     """Type ``type_``'s (required fields, field -> (the Python types that pass at once, the texts
-    that pass at once, its check), the version from which it is closed, None if never): the
-    shape of :func:`type_spec`, made quick to test a row against; None for a type the catalog
-    does not hold. Made the first time a row of the type is tested (every read tests each row it
-    takes: a command builds only the checks of the types it reads)."""
+    that pass at once, its check, the test of its bounds), the version from which it is closed,
+    None if never): the shape of :func:`type_spec`, made quick to test a row against; None for a
+    type the catalog does not hold. Made the first time a row of the type is tested (every read
+    tests each row it takes: a command builds only the checks of the types it reads)."""
     if type_ not in CATALOG:
         return None
-    spec = type_spec(type_)
+    spec = _spec(type_)
     fields = {}
     for f, check in spec["fields"].items():
         quick: frozenset[type] = frozenset()
         if "types" in check and not check.keys() & {"enum", "items"}:  # a bound is tested after its type
             quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
         words = frozenset(v for v in check.get("enum", ()) if isinstance(v, str))  # a choice's texts
-        fields[f] = (quick, words, check)
+        fields[f] = (quick, words, check, _bounds_test(check["bounds"]) if "bounds" in check else None)
     return frozenset(spec["required"]), fields, spec["closed_since"] if spec["closed"] else None
 
 
@@ -227,12 +260,29 @@ def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
             if closed:
                 return f"out of shape: {type_} data holds {key[:64]!r}, no field of {type_}"
             continue
-        quick, words, check = field
+        quick, words, check, within = field
         if type(value) not in quick and not (type(value) is str and value in words) and not _fits(check, value):
             return f"out of shape: {type_} data.{key} is not of its type ({', '.join(check['types'])})"
-        if "bounds" in check and not _within(check["bounds"], value):
+        if within is not None and not within(value):
             return f"out of shape: {type_} data.{key} is out of its range ({_range(check)})"
     return None
+
+
+def _bounds_test(bounds: dict[str, Any]) -> Callable[[Any], bool]:
+    """:func:`_within` of these bounds, their comparisons bound once: every read tests the bounded
+    fields of every row it takes (a question's scores, an attribution's similarity)."""
+    tests = [(_COMPARE[key], bound) for key, bound in bounds.items()]
+    numbers = (int, float)  # what JSON numbers parse to: compared at once, anything else as _within says
+
+    def within(value: Any) -> bool:
+        if type(value) not in numbers:
+            return _within(bounds, value)
+        for compare, bound in tests:
+            if not compare(value, bound):
+                return False
+        return True
+
+    return within
 
 
 _COMPARE = {

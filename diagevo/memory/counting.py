@@ -273,9 +273,12 @@ def _started(t: Tally, rnd: int, ev: RoundStarted, mem: Causes | None) -> Broken
 
 
 def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
-    broken = fork_opening(rnd, ev, t.last)
-    t.whatif = t.whatif or (broken is None and ev.whatif is not None)  # a marker the rule refuses makes no what-if
-    return broken
+    """Where a marker stands; it relaxes nothing after it. Whether the run is a what-if is its
+    caller's to say (:attr:`Tally.whatif`: ``memory verify`` asks the reader of a run's origin,
+    ingest the file that creates the run): a what-if's log ends at its marker, and what follows a
+    marker in a run was written by whoever may append, whose marker this rule alone cannot tell
+    from a what-if's (:func:`~diagevo.views.runs.fork_copy_problem` reads the source)."""
+    return fork_opening(rnd, ev, t.last)
 
 
 def _checkpoint(t: Tally, rnd: int, ev: CheckpointWritten | CheckpointPruned, mem: Causes | None) -> Broken:

@@ -33,12 +33,14 @@ from diagevo.catalog import (
     RunStarted,
     RunTagged,
 )
-from diagevo.errors import BadInput, Call, fork_call
-from diagevo.log import EventReader, Recorder
+from diagevo.catalog.ids import source_event_id
+from diagevo.errors import BadInput, Call, DiagevoError, fork_call
+from diagevo.log import EventReader, Recorder, StoredEvent, payload
 from diagevo.log.recorder import pass_over
-from diagevo.memory.forks import fork_opening
+from diagevo.memory.forks import RECOUNTED, WHATIF_SETTINGS, Copy, copy_differs, fork_opening, whatif_config
 from diagevo.results import Json
 from diagevo.text.calls import validated
+from diagevo.text.untrusted import shorten
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunTagged, RunNoted)
 
@@ -215,19 +217,35 @@ def fork_marker(store: EventReader, run: str) -> RunForked | None:
     """The ``run.forked`` that makes ``run`` a fork or a what-if (None: it is neither): its last
     one the rules take, right after the copied commit of its round
     (:func:`~diagevo.memory.forks.fork_opening`), naming a commit of another run that the log
-    holds with that hash (:func:`fork_source_problem`). Any role that may append can write a
-    ``run.forked`` (the database keeps the log whole, not its meaning): one the rules refuse marks
-    nothing, and is passed over, named, as ``memory verify`` names it."""
+    holds with that hash (:func:`fork_source_problem`), in a run that opens as a copy of that
+    run (:func:`fork_copy_problem`). Any role that may append can write a ``run.forked`` (the
+    database keeps the log whole, not its meaning): one the rules refuse marks nothing, and is
+    passed over, named, as ``memory verify`` names it."""
     for row in reversed(list(store.rows(run, types=(RunForked,)))):
-        marker = cast(RunForked, row.event)
-        before = next(store.rows(run, upto_seq=row.seq - 1, data=False, limit=1, newest=True), None)
-        last = None if before is None else (before.round, CATALOG[before.type])
-        broken = fork_opening(row.round, marker, last)
-        problem = f"{broken[0]}: {broken[1]}" if broken is not None else fork_source_problem(store, run, marker)
+        problem = marker_problem(store, run, row)
         if problem is None:
-            return marker
-        pass_over(store, run, row.seq, problem if broken is not None else f"run forked at its opening: {problem}")
+            return cast(RunForked, row.event)
+        pass_over(store, run, row.seq, problem)
     return None
+
+
+def marker_problem(store: EventReader, run: str, row: StoredEvent) -> str | None:
+    """What makes the ``run.forked`` at ``row`` open no fork or what-if (the rule and why), or None."""
+    marker = cast(RunForked, row.event)
+    broken = opening_problem(store, run, row)
+    if broken is not None:
+        return f"{broken[0]}: {broken[1]}"
+    problem = fork_source_problem(store, run, marker) or fork_copy_problem(store, run, marker)
+    return None if problem is None else f"run forked at its opening: {problem}"
+
+
+def opening_problem(store: EventReader, run: str, row: StoredEvent) -> tuple[str, str] | None:
+    """:func:`~diagevo.memory.forks.fork_opening` of the ``run.forked`` at ``row``: (rule, reason)
+    where it does not follow the commit of its round, else None."""
+    before = next(store.rows(run, upto_seq=row.seq - 1, data=False, limit=1, newest=True), None)
+    return fork_opening(
+        row.round, cast(RunForked, row.event), None if before is None else (before.round, CATALOG[before.type])
+    )
 
 
 def fork_source_problem(store: EventReader, run: str, forked: RunForked) -> str | None:
@@ -245,6 +263,61 @@ def fork_source_problem(store: EventReader, run: str, forked: RunForked) -> str 
     if there.hash != forked.source_hash:
         return f"the commit of round {at!r} of run {source!r} has another hash than the one it names"
     return None
+
+
+def fork_copy_problem(store: EventReader, run: str, forked: RunForked) -> str | None:
+    """What shows that ``run`` is no copy of the source ``forked`` names (a source that
+    :func:`fork_source_problem` takes), or None. Whoever may append can write a ``run.forked``
+    right after a run's own commit, naming another run's real commit with its real hash; what
+    it cannot write is the run's log before it. A fork's or a what-if's log opens with the
+    source's first event copied and holds the source's commit of the round as its first commit
+    of it, each as the copy keeps it (:func:`~diagevo.memory.forks.copy_differs`: a what-if's
+    config with the settings its marker names, its counts written again). Four reads by index,
+    whatever the run's length (a reader of a fork's origin asks this every time): a run whose
+    opening and commit are the source's to the field (the same config and seed, the same
+    figures; for a what-if, a config that differs only in the settings a what-if changes) is
+    not told apart from a copy."""
+    source, at, whatif = str(forked.source_run), forked.source_round, isinstance(forked.whatif, Mapping)
+    first = next(store.read(run, limit=1), None)
+    commit = next(store.read(run, types=(RoundCommitted,), in_round=at, limit=1), None)
+    if first is None or commit is None:
+        return f"run {run!r} holds no commit of round {at!r}: it is no copy of run {source!r}"
+    copied = source_event_id(first.event_id, source, run)
+    original = next(store.read(source, keys={"event_id": [copied]}, upto_seq=forked.source_seq, limit=1), None)
+    if copy_differs(_copy(first), _opening_copy(original, forked)):
+        return f"its first event (seq {first.seq}) is no copy of event {shorten(copied, 80)!r} of run {source!r}"
+    if copy_differs(_copy(commit), _copy_of(store.event_at(source, forked.source_seq)), RECOUNTED if whatif else ()):
+        return f"its commit of round {at} (seq {commit.seq}) is no copy of the commit of run {source!r}"
+    return None
+
+
+def _copy(e: StoredEvent) -> Copy:
+    return e.type, e.round, e.version, payload(e)
+
+
+def _copy_of(e: StoredEvent | None) -> Copy | None:
+    return None if e is None else _copy(e)
+
+
+def _opening_copy(original: StoredEvent | None, forked: RunForked) -> Copy | None:
+    """The source's event ``original`` as the fork or what-if ``forked`` copies it: a config
+    record of a what-if with its settings applied (:func:`~diagevo.memory.forks.whatif_config`);
+    None where no what-if writes these settings (one it cannot change, or a value its config
+    refuses)."""
+    settings = whatif_settings(forked)
+    if original is None or settings is None or CATALOG[original.type] not in (RunStarted, RunConfigured):
+        return _copy_of(original)
+    record = payload(original)
+    if not isinstance(settings, Mapping):
+        return None
+    changed = {k: v for k, v in settings.items() if k in WHATIF_SETTINGS and type(v) is str}
+    if len(changed) != len(settings):
+        return None
+    try:
+        config = whatif_config(record["config"], changed)
+    except (DiagevoError, TypeError, KeyError):
+        return None
+    return original.type, original.round, original.version, {**record, "config": config}
 
 
 def latest_run(store: Recorder) -> str | None:

@@ -21,7 +21,7 @@ from diagevo.memory.state import MemoryImage
 from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
-from diagevo.views.runs import fork_source_problem, is_whatif
+from diagevo.views.runs import fork_copy_problem, fork_source_problem, is_whatif, opening_problem
 
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 
@@ -116,12 +116,18 @@ def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call |
 
 def forked_problems(store: EventReader, run: str) -> list[str]:
     """Each ``run.forked`` of ``run`` names another run whose event at ``source_seq`` is the
-    commit of ``source_round``, with the hash it claims (:func:`fork_source_problem`)."""
-    return [
-        f"seq {e.seq}: run forked at its opening: {problem}"
-        for e in store.rows(run, types=(RunForked,))
-        if (problem := fork_source_problem(store, run, cast(RunForked, e.event))) is not None
-    ]
+    commit of ``source_round``, with the hash it claims (:func:`fork_source_problem`); one that
+    follows the commit of its round (the audit names one that does not) in a run that opens as a
+    copy of that run (:func:`fork_copy_problem`)."""
+    problems = []
+    for e in store.rows(run, types=(RunForked,)):
+        forked = cast(RunForked, e.event)
+        problem = fork_source_problem(store, run, forked)
+        if problem is None and opening_problem(store, run, e) is None:
+            problem = fork_copy_problem(store, run, forked)
+        if problem is not None:
+            problems.append(f"seq {e.seq}: run forked at its opening: {problem}")
+    return problems
 
 
 def verify_anchors(store: Recorder, run: str) -> list[str]:
