@@ -336,7 +336,7 @@ class RoundCommitted(Event):
     retained_label_acc_by_skill: dict[str, float] | None = None
     wrong_reward_share: float | None = None
     wrong_reward_share_by_skill: dict[str, float] | None = None
-    timing: dict[str, float] | None = None  # seconds by phase
+    timing: dict[str, Any] | None = None  # seconds by phase, a trainer's: the rule "round summary readable" reads them
     summary: dict[str, Any] | None = None  # the trainer's other figures, free-form
 
 
