@@ -286,7 +286,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     Python (serialising, texts out, key columns, then the chain and the rows under the lock)
     timed alone, and raw executemany of the store's rows into the full schema, into it without
     and the read indexes of migrations 0003/0004."""
-    from diagevo.log.chain import prepare as _prepare
+    from diagevo.log.chain import Pending
 
     events = list(realistic_events("breakdown", n, seed=3))
     batches = [events[i : i + 1000] for i in range(0, len(events), 1000)]
@@ -300,7 +300,7 @@ def bench_breakdown(tmp: Path, n: int, repeats: int = 3) -> None:
     for _ in range(repeats):
         t0 = time.perf_counter()
         for b in batches:
-            prepared, _ = _prepare(b)
+            prepared = Pending(b).all()
             prev = "0" * 64
             for p in prepared:  # the chain and the row, as Recorder._insert builds them
                 prev = hashlib.sha256(prev.encode() + p[6]).hexdigest()

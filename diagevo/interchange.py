@@ -20,7 +20,7 @@ from diagevo.catalog.ids import rebase_event_id
 from diagevo.errors import BadInput
 from diagevo.log import EventReader, Recorder, StoredEvent, payload
 from diagevo.log.canonical import canonical_bytes
-from diagevo.log.chain import GENESIS_HASH, canonical_event_json, chain_hash, prepare
+from diagevo.log.chain import GENESIS_HASH, Pending, canonical_event_json, chain_hash
 from diagevo.log.recorder import pass_over
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.memory.fold import Draft
@@ -197,7 +197,7 @@ def _ledger(store: Recorder, run: str, events: list[tuple[int, EventIn]], held: 
 def _as_stored(ev: EventIn) -> tuple[str, int, int, bytes]:
     """(type, round, version, data) of an event as the log stores it (long texts named by their
     sha256)."""
-    ((_eid, _run, rnd, typ, version, data_json, *_),), _ = prepare([ev])
+    ((_eid, _run, rnd, typ, version, data_json, *_),) = Pending([ev]).all()
     return typ, rnd, version, data_json.encode()
 
 

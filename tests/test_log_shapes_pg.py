@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 
 from diagevo.catalog import CATALOG, Event, Kind, RoundStarted
 from diagevo.log import open_log
-from diagevo.log.chain import chain, prepare
+from diagevo.log.chain import Pending, chain
 from diagevo.log.postgres import LockTimeout
 from diagevo.log.registry import catalog_specs, registered_specs
 from diagevo.log.schema import HEAD_REVISION, upgrade
@@ -51,7 +51,7 @@ def raw_row(url: str, run: str, type_: str, rnd: int, data: dict[str, Any], **co
     with open_log(url) as log:
         head = log.head(run)
     ev = EventIn.model_construct(type=type_, run=run, round=rnd, event_id=f"raw-{uuid.uuid4().hex[:8]}", data=data)
-    row = chain(prepare([ev])[0], {run: head}, head[0])[0]
+    row = next(chain(Pending([ev]), {run: head}, head[0]))
     keys = (
         "event_id",
         "run_id",

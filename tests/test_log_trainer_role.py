@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
 from diagevo.log import ViewState, open_log
-from diagevo.log.chain import chain, prepare
+from diagevo.log.chain import Pending, chain
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
@@ -83,7 +83,7 @@ def next_row(url: str, run: str, type_: str, rnd: int, eid: str, **data: Any) ->
     """The row diagevo would insert next for this event: its right prev_hash and hash."""
     with open_log(url) as log:
         head = log.head(run)
-    rows = chain(prepare([wire_event(type_, run, rnd, eid, **data)])[0], {run: head}, head[0])
+    rows = list(chain(Pending([wire_event(type_, run, rnd, eid, **data)]), {run: head}, head[0]))
     keys = (
         "seq",
         "event_id",

@@ -162,6 +162,24 @@ class RecorderContract:
             rec.append([scored("r", "ok"), bad])
         assert rec.last_seq("r") == 0 and rec.runs() == [] and rec.latest_run() is None
 
+    def test_a_long_batch_streamed_in_is_all_or_nothing_and_skips_stored_ids_anywhere(self, rec: Recorder) -> None:
+        # long enough (about 0.5 MB) that a backend streaming rows has sent many before the end
+        rec.append([scored("a", f"e-{i}") for i in range(2500, 2600)])
+        got = rec.append([scored("a", f"e-{i}") for i in range(3000)])
+        assert got == AppendResult(2900, 100, 3000)
+        assert ids(rec, "a") == [f"e-{i}" for i in range(2500, 2600)] + [
+            f"e-{i}" for i in range(3000) if not 2500 <= i < 2600
+        ]
+        assert rec.verify_chain("a") == []
+        bad = EventIn.model_construct(
+            type="question.scored", run="a", round=1, event_id="bad", data={"question_id": "q", "p1": float("inf")}
+        )
+        with pytest.raises(StoreError, match="event bad: data is not JSON-serialisable"):
+            rec.append([scored("a", f"f-{i}") for i in range(3000)] + [bad])
+        assert rec.last_seq("a") == 3000 and not rec.existing_ids("a", ["f-0", "f-2999"])
+        assert rec.append([scored("a", "g")]) == AppendResult(1, 0, 3001)  # the recorder goes on
+        assert rec.verify_chain("a") == []
+
     def test_expected_position(self, rec: Recorder) -> None:
         assert rec.append(batch("r", "a", 2), expected_last_seq=0).last_seq == 2
         rec.append(batch("other", "o", 3))  # the global seq moves on; run r stays at 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ def chain_hash(prev_hash: str, canonical: str) -> str:
     return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
 
 
-# --- serialisation (outside the lock) ----------------------------------------------------------
+# --- serialisation, as the rows are taken ---------------------------------------------------------
 
 # (event_id, run, round, type, schema_version, data_json, canonical utf-8 bytes, texts column, key columns)
 Prepared = tuple[str, str, int, str, int, str, bytes, str | None, tuple[str | None, ...]]
@@ -80,31 +80,51 @@ def externalise_texts(fields: tuple[str, ...], data: dict[str, Any]) -> tuple[di
     return out, _orjson_dumps(held).decode()
 
 
-def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
-    """Serialise outside the lock; drops in-batch duplicates (first wins). Returns (rows, dups).
+class Pending:
+    """One append's events, serialised as they are first iterated: a backend that streams its rows (PostgreSQL's COPY) serialises and hashes event n+1
+    while the database takes event n, rather than the database waiting for the whole batch.
+    In-batch duplicates are dropped (first wins); iterating again replays what is serialised,
+    then goes on. A bad event raises :class:`StoreError` when it is reached, and the
+    transaction it is streamed into is rolled back with it.
 
     The canonical JSON of each event (``canonical_event_json``) is built as bytes around its
     data's canonical JSON; the middle part (run, round, type, schema version) repeats within a
     batch and is cached."""
-    seen: set[tuple[str, str]] = set()  # (run, event_id): ids are unique per run
-    add = seen.add
-    rows: list[Prepared] = []
-    append = rows.append
-    middles: dict[tuple[str, int, str, int], bytes] = {}  # (run, round, type, v) -> b',"run",round,"type",v,'
-    text_fields, json_str_, to_json, keys_of = TEXT_FIELDS, json_str, canonical_bytes, key_values
-    eid = ""
-    try:
-        for ev in events:
+
+    __slots__ = ("_events", "_next", "_done", "_seen", "_middles")
+
+    def __init__(self, events: Sequence[EventIn]) -> None:
+        self._events = events
+        self._next = 0  # the index of the next event to serialise
+        self._done: list[Prepared] = []
+        self._seen: set[tuple[str, str]] = set()  # (run, event_id): ids are unique per run
+        self._middles: dict[tuple[str, int, str, int], bytes] = {}  # -> b',"run",round,"type",v,'
+
+    @property
+    def runs(self) -> set[str]:
+        """The runs the events belong to (known before any is serialised)."""
+        return {ev.run for ev in self._events}
+
+    def __iter__(self) -> Iterator[Prepared]:
+        yield from self._done[:]  # what an earlier iteration serialised
+        events, done, seen, middles = self._events, self._done, self._seen, self._middles
+        text_fields, json_str_, to_json, keys_of = TEXT_FIELDS, json_str, canonical_bytes, key_values
+        while self._next < len(events):
+            ev = events[self._next]
+            self._next += 1
             eid, run = ev.event_id, ev.run
             if (run, eid) in seen:
-                continue
-            add((run, eid))
+                continue  # a repeat of an id of its run in this batch: the first wins
+            seen.add((run, eid))
             typ, rnd, data, v = ev.type, ev.round, ev.data, ev.schema_version
-            fields = text_fields.get(typ)
-            texts = None
-            if fields:
-                data, texts = externalise_texts(fields, data)
-            data_b = to_json(data)
+            try:
+                fields = text_fields.get(typ)
+                texts = None
+                if fields:
+                    data, texts = externalise_texts(fields, data)
+                data_b = to_json(data)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
             if (data_b.count(b"[") + data_b.count(b"{") > MAX_DEPTH or DIGITS.search(data_b)) and (
                 problem := unreadable(data_b)
             ):
@@ -113,10 +133,15 @@ def prepare(events: Sequence[EventIn]) -> tuple[list[Prepared], int]:
             if middle is None:
                 middle = middles[run, rnd, typ, v] = f",{json_str_(run)},{rnd},{json_str_(typ)},{v},".encode()
             canon = b"[%b%b%b]" % (json_str_(eid).encode(), middle, data_b)
-            append((eid, run, rnd, typ, v, data_b.decode(), canon, texts, keys_of(data)))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise StoreError(f"event {eid}: data is not JSON-serialisable: {exc}") from None
-    return rows, len(events) - len(rows)
+            prepared = (eid, run, rnd, typ, v, data_b.decode(), canon, texts, keys_of(data))
+            done.append(prepared)
+            yield prepared
+
+    def all(self) -> list[Prepared]:
+        """Every fresh event of the batch, serialised."""
+        for _ in self:
+            pass
+        return self._done
 
 
 COLUMNS = (
@@ -126,22 +151,22 @@ COLUMNS = (
 """The ``events`` table's columns, in the order of :func:`chain`'s rows."""
 
 
-def chain(prepared: list[Prepared], heads: dict[str, tuple[int, str]], last_seq: int) -> list[tuple[Any, ...]]:
+def chain(
+    prepared: Iterable[Prepared], heads: dict[str, tuple[int, str]], last_seq: int
+) -> Iterator[tuple[Any, ...]]:
     """Number and hash the fresh events after ``last_seq`` (the database's highest seq), each on
-    its run's chain; ``heads`` moves on. Returns rows of :data:`COLUMNS`."""
+    its run's chain, as they are taken; ``heads`` moves on once every row is taken. Rows of
+    :data:`COLUMNS`."""
     recorded_at = datetime.now(UTC).isoformat(timespec="microseconds")
     prev = {run: h for run, (_, h) in heads.items()}
     last: dict[str, int] = {}
     sha256 = hashlib.sha256
-    rows: list[tuple[Any, ...]] = []
     seq = last_seq
     for eid, run, rnd, typ, version, data_json, canon, texts, keys in prepared:
         seq += 1
         p = prev[run]
-        h = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
-        rows.append((seq, eid, run, rnd, typ, version, data_json, recorded_at, p, h, texts, *keys))
-        prev[run] = h
+        h = prev[run] = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
         last[run] = seq
+        yield (seq, eid, run, rnd, typ, version, data_json, recorded_at, p, h, texts, *keys)
     for run, run_last in last.items():
         heads[run] = (run_last, prev[run])
-    return rows

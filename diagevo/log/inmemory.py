@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import type_names
-from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Prepared, chain
+from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Pending, chain
 from diagevo.log.errors import MissingDatabase
 from diagevo.log.recorder import (
     LOOKUP_FIELDS,
@@ -80,14 +80,14 @@ class InMemoryRecorder(Recorder):
     # --- append -------------------------------------------------------------------------------
 
     @contextmanager
-    def _appending(self) -> Iterator[Callable[[list[Prepared]], Appended]]:
+    def _appending(self) -> Iterator[Callable[[Pending], Appended]]:
         with self._log.lock:  # re-entrant: decide reads through this recorder
             yield self._store
 
-    def _store(self, prepared: list[Prepared]) -> Appended:
+    def _store(self, pending: Pending) -> Appended:
         log = self._log
-        fresh = [p for p in prepared if (p[1], p[0]) not in log.ids]
-        heads = {run: self.head(run) for run in {p[1] for p in prepared}}
+        fresh = [p for p in pending.all() if (p[1], p[0]) not in log.ids]
+        heads = {run: self.head(run) for run in pending.runs}
         for row in chain(fresh, heads, log.last_seq):
             log.runs.setdefault(row[2], []).append(row)
             log.ids.add((row[2], row[1]))

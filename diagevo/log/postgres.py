@@ -1,8 +1,8 @@
 """The PostgreSQL backend, whole: its engine, how appenders exclude each other (a table lock
-taken by the INSERT trigger as the schema's owner, migration 0013: a role that may only INSERT
-into ``events`` takes it, a role that may only read cannot; waited for ``lock_wait_s`` at most,
-then refused naming the holder), how rows go in (COPY; the database assigns
-seq and checks every row's chain, migration 0009), server-side cursors for long reads, whose
+taken by the INSERT trigger as the schema's owner, the baseline revision: a role that may only
+INSERT into ``events`` takes it, a role that may only read cannot; waited for ``lock_wait_s`` at
+most, then refused naming the holder), how rows go in (COPY, streamed as they are hashed; the
+database assigns seq and checks every row's chain), server-side cursors for long reads, whose
 saved view states a connection trusts, and what "empty" means for a schema.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,8 +37,8 @@ class PostgresRecorder(SQLRecorder):
     P = "%s"
 
     def _lock_appends(self, conn: Connection) -> None:
-        # an INSERT of no rows fires the statement trigger that takes the append lock (migration
-        # 0013): only a role that may INSERT into events can take it, and it waits lock_wait_s
+        # an INSERT of no rows fires the statement trigger that takes the append lock (the
+        # baseline's): only a role that may INSERT into events can take it, and it waits lock_wait_s
         conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, int(self.lock_wait_s * 1000))}")
         try:
             conn.exec_driver_sql("INSERT INTO events (event_id) SELECT '' WHERE false")
@@ -69,9 +69,10 @@ class PostgresRecorder(SQLRecorder):
         cur.itersize = FETCH
         return cur
 
-    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
-        # the database assigns seq (migration 0009): the same numbers as the rows', since both
-        # continue after the highest seq under the append lock
+    def _insert_rows(self, cur: Any, rows: Iterable[tuple[Any, ...]]) -> None:
+        # the database assigns seq (the baseline's insert trigger): the same numbers as the rows',
+        # since both continue after the highest seq under the append lock. The rows are made as
+        # COPY takes them: the database stores one part of the batch while the next is hashed
         with cur.copy(f"COPY events ({_COLUMNS_BUT_SEQ}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row[1:])

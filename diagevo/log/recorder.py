@@ -24,11 +24,10 @@ from diagevo.errors import Call
 from diagevo.log.chain import (
     GENESIS_HASH,
     Appended,
-    Prepared,
+    Pending,
     canonical_event_json,
     chain_hash,
     key_values,
-    prepare,
 )
 from diagevo.log.errors import ConflictError, RunBusy, StoreError
 from diagevo.log.registry import shape_problem
@@ -263,7 +262,7 @@ class EventWriter(Stored):
     lock_wait_s = LOCK_WAIT_S  # the longest an append waits for the append lock (limits.lock_wait_s)
 
     @abstractmethod
-    def _appending(self) -> AbstractContextManager[Callable[[list[Prepared]], Appended]]:
+    def _appending(self) -> AbstractContextManager[Callable[[Pending], Appended]]:
         """One transaction under the append lock, yielding what stores serialised events there:
         it returns those whose ids their runs did not hold, and each run's head after them."""
 
@@ -292,9 +291,9 @@ class EventWriter(Stored):
             events = list(decide())
             if not events:
                 return AppendResult(0, 0, 0)
-            prepared, dups = prepare(events)
-            fresh, heads = store(prepared)
-        return AppendResult(len(fresh), dups + len(prepared) - len(fresh), heads[prepared[-1][1]][0])
+            pending = Pending(events)
+            fresh, heads = store(pending)
+        return AppendResult(len(fresh), len(events) - len(fresh), heads[events[-1].run][0])
 
     def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
         """Append a batch in one transaction (ids a run holds already are skipped silently);

@@ -7,14 +7,14 @@ is steered, which saved states a connection trusts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import type_names
 from diagevo.log import schema
 from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
-from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Prepared, chain
+from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Pending, Prepared, chain
 from diagevo.log.errors import StoreError
 from diagevo.log.recorder import (
     FETCH,
@@ -92,7 +92,7 @@ class SQLRecorder(Recorder):
         """After ``FROM events``: the index a lookup by ``field`` (an id) must walk."""
         return ""
 
-    def _insert_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_rows(self, cur: Any, rows: Iterable[tuple[Any, ...]]) -> None:
         """Insert numbered, hashed event rows."""
         cur.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join([self.P] * len(COLUMNS))})", rows)
 
@@ -178,7 +178,7 @@ class SQLRecorder(Recorder):
     # --- append -------------------------------------------------------------------------------
 
     @contextmanager
-    def _appending(self) -> Iterator[Callable[[list[Prepared]], Appended]]:
+    def _appending(self) -> Iterator[Callable[[Pending], Appended]]:
         with self._write_tx(append_lock=True) as conn:  # decide's reads (other connections) see the head
             cur = conn.connection.cursor()
             try:
@@ -186,32 +186,33 @@ class SQLRecorder(Recorder):
             finally:
                 cur.close()
 
-    def _insert_fresh(self, cur: Any, prepared: list[Prepared]) -> Appended:
+    def _insert_fresh(self, cur: Any, pending: Pending) -> Appended:
         """Insert the events whose ids their runs do not hold yet.
 
         Optimistic: the unique index on (run_id, event_id) checks every row as it goes in anyway,
         so the batch is inserted under a savepoint without looking its ids up first; only when
         one is already stored (a retried batch) is that undone, the stored ids looked up and the
         rest inserted. Either way the rows and the chain are those of the fresh events alone."""
-        start = {run: self._run_head(cur, run) for run in {p[1] for p in prepared}}
+        start = {run: self._run_head(cur, run) for run in pending.runs}
         heads = dict(start)
         cur.execute("SAVEPOINT diagevo_append")
         try:
-            self._insert(cur, prepared, heads)
+            self._insert(cur, pending, heads)
         except Exception as exc:
             if not isinstance(exc, self._engine.dialect.loaded_dbapi.IntegrityError):
                 raise
             cur.execute("ROLLBACK TO SAVEPOINT diagevo_append")
             heads.update(start)
+            prepared = pending.all()
             existing = self._existing(cur, prepared)
             fresh = [p for p in prepared if (p[1], p[0]) not in existing]
             if fresh:
                 self._insert(cur, fresh, heads)  # another constraint than the ids fails here again
             return fresh, heads
         cur.execute("RELEASE SAVEPOINT diagevo_append")
-        return prepared, heads
+        return pending.all(), heads
 
-    def _insert(self, cur: Any, fresh: list[Prepared], heads: dict[str, tuple[int, str]]) -> None:
+    def _insert(self, cur: Any, fresh: Iterable[Prepared], heads: dict[str, tuple[int, str]]) -> None:
         cur.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
         self._insert_rows(cur, chain(fresh, heads, int(cur.fetchone()[0])))
 

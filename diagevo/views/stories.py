@@ -340,7 +340,7 @@ def recent_cause_rows(store: EventReader, run: str, cause: str, recent: int = RE
     """The events of a cause's story with only its ``recent`` newest attributions (and those that
     explain a reactivation), and how many attributions it has in all (counted by the database):
     what is read does not grow with the number of attributions (each a few entries of the
-    cause's index, which holds the type: migration 0017)."""
+    cause's index, which holds the type)."""
     cause_key = {"cause_id": [cause]}
     others = [t for t in EVENT_CLASSES if t is not FailureAttributed]
     head = list(story_events(store.rows(run, keys=cause_key, types=others)))
