@@ -1,8 +1,8 @@
 """PostgreSQL appends as the schema's owner and as the least-privilege trainer role (a script, not a test).
 
-The database checks every row a role other than the owner inserts (migration 0013: the event's
-type and the shape of its data, its key columns, the fold's round order), besides the chain every
-inserter's rows get checked for; the owner's rows, which diagevo checks before it writes them and
+The database checks every row a role other than the owner inserts (the baseline revision: the
+event's type and version, the shape of its data, its key columns, the run's opening), besides the
+chain every inserter's rows get checked for; the owner's rows, which diagevo checks before it writes them and
 whose triggers the owner could lift anyway, get the chain check alone. Here: the store's append of
 the same realistic events (``bench_store.realistic_events``, batches of 1000) into a fresh schema,
 as the owner and as a trainer with the documented grants (``docs/how-to/postgresql.md``), best of
