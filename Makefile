@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: constraints train test test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts gpu-contracts-inputs docs-figures verl-contracts compat
+.PHONY: constraints train test test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts gpu-contracts-inputs docs-figures verl-contracts compat smollm2-cache
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ QUICK := tests/test_canonical.py tests/test_event_classes.py tests/test_events_i
 	tests/test_curriculum_votes.py tests/test_diagnosis_parsing.py tests/test_diagnosis_routing.py
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow and not vllm and not postgres" -q $(QUICK) $(PYTEST_ARGS)
+
+# the SmolLM2 model the slow and vLLM tiers share (tests.hf_fixtures.smollm2_model: its format
+# warm-up, several minutes), built ahead into its cache: CI builds it while the quicker checks run
+smollm2-cache: $(STAMP)
+	$(BIN)/python -c 'from tests.hf_fixtures import smollm2_model; print(smollm2_model(warm_steps=24))'
 
 # a real model's steps take many times longer on a loaded machine: the hang guard is 40 minutes a
 # test here (10 in the fast tier, pyproject.toml)

@@ -81,11 +81,12 @@ def externalise_texts(fields: tuple[str, ...], data: dict[str, Any]) -> tuple[di
 
 
 class Pending:
-    """One append's events, serialised as they are first iterated: a backend that streams its rows (PostgreSQL's COPY) serialises and hashes event n+1
-    while the database takes event n, rather than the database waiting for the whole batch.
-    In-batch duplicates are dropped (first wins); iterating again replays what is serialised,
-    then goes on. A bad event raises :class:`StoreError` when it is reached, and the
-    transaction it is streamed into is rolled back with it.
+    """One append's events, serialised as they are first iterated: a backend that streams its
+    rows (PostgreSQL's COPY) serialises and hashes event n+1 while the database takes event n,
+    rather than the database waiting for the whole batch. In-batch duplicates are dropped (first
+    wins); iterating again replays what is serialised, then goes on. A bad event raises
+    :class:`StoreError` when it is reached, and the transaction it is streamed into is rolled
+    back with it.
 
     The canonical JSON of each event (``canonical_event_json``) is built as bytes around its
     data's canonical JSON; the middle part (run, round, type, schema version) repeats within a
@@ -151,9 +152,7 @@ COLUMNS = (
 """The ``events`` table's columns, in the order of :func:`chain`'s rows."""
 
 
-def chain(
-    prepared: Iterable[Prepared], heads: dict[str, tuple[int, str]], last_seq: int
-) -> Iterator[tuple[Any, ...]]:
+def chain(prepared: Iterable[Prepared], heads: dict[str, tuple[int, str]], last_seq: int) -> Iterator[tuple[Any, ...]]:
     """Number and hash the fresh events after ``last_seq`` (the database's highest seq), each on
     its run's chain, as they are taken; ``heads`` moves on once every row is taken. Rows of
     :data:`COLUMNS`."""
