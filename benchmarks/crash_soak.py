@@ -1,11 +1,12 @@
 """Crash soak: producers SIGKILLed every few seconds, on SQLite and PostgreSQL; nothing lost,
 duplicated, partial or decided twice.
 
-Per backend, for ``--seconds`` seconds, three producer processes write into one database:
+Per backend, for ``--seconds`` seconds, four producer processes write into one database:
 
-- two *batch* producers append batches of 8 events with ids derived from (producer, batch) and
-  write each batch number to an ack file (fsync'ed) once ``append`` returned; restarted, a
-  producer re-sends its last unacknowledged batch (the resume a real trainer does);
+- two *batch* producers append batches of 8 events (4 questions, each generated, then scored)
+  with ids derived from (producer, batch) and write each batch number to an ack file (fsync'ed)
+  once ``append`` returned; restarted, a producer re-sends its last unacknowledged batch (the
+  resume a real trainer does);
 - two *round* producers race each other driving the same run through the round protocol
   (open, requests, record, promote, commit), each resuming from the log after a kill.
 
@@ -18,7 +19,7 @@ end every producer is killed and the log is checked from outside:
 - decided twice: rounds with more than one ``promotions.decided`` (or ``round.committed``);
 - and ``verify`` (hash chains, invariants, snapshots, cut-off tails) of both runs.
 
-All must be 0. Run: ``python benchmarks/crash_soak.py --seconds 60 [--backends sqlite,postgres]``
+All must be 0. Run: ``python benchmarks/crash_soak.py --seconds 60 [--backends sqlite,postgres] [--batch 8]``
 (PostgreSQL on 127.0.0.1:5432, database ``test``, trust auth; a scratch schema is dropped after).
 """
 
@@ -36,14 +37,15 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from diagevo.catalog import PromotionsDecided, QuestionScored, RoundCommitted
+from diagevo.catalog import PromotionsDecided, QuestionGenerated, QuestionScored, RoundCommitted
 from diagevo.log import open_log
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BATCH = 8
+BATCH = 8  # events per batch (--batch): a few, as a trainer's flushes; thousands keep a COPY streaming when killed
 BATCH_RUN = "soak-batches"
 ROUND_RUN = "soak-rounds"
 PG_ADMIN = os.environ.get("DIAGEVO_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -52,31 +54,29 @@ PG_ADMIN = os.environ.get("DIAGEVO_TEST_PG", "postgresql+psycopg://postgres@127.
 # --- producers (run as ``crash_soak.py --producer KIND ...``) ----------------------------------
 
 
-def _batch_producer(url: str, name: str, acks: Path) -> None:
+def _batch_events(name: str, n: int, size: int) -> list[Any]:
+    """Batch ``n`` of producer ``name``: ``size // 2`` questions, each generated, then scored (the
+    order the rules hold a run's questions to)."""
     from diagevo.schemas import EventIn
 
+    def event(i: int, type_: str, data: dict[str, object]) -> EventIn:
+        return EventIn.model_construct(type=type_, run=BATCH_RUN, round=1, event_id=f"{name}-b{n:06d}-e{i}", data=data)
+
+    events = []
+    for q in range(size // 2):
+        question = f"{name}-q{n}-{q}"
+        events.append(event(2 * q, "question.generated", {"question_id": question, "mode": "free", "text": "1+1="}))
+        scored = {"question_id": question, "n": 8, "p1": 0.5, "p2": 0.5, "pseudo_label": "1", "retained": True}
+        events.append(event(2 * q + 1, "question.scored", {**scored, "reference": ""}))
+    return events
+
+
+def _batch_producer(url: str, name: str, acks: Path, size: int) -> None:
     done = [int(x) for x in acks.read_text().split()] if acks.exists() else []
     n = (done[-1] + 1) if done else 0
     with open_log(url) as store, acks.open("a") as ack:
         while True:
-            events = [
-                EventIn.model_construct(
-                    type="question.scored",
-                    run=BATCH_RUN,
-                    round=1,
-                    event_id=f"{name}-b{n:06d}-e{i}",
-                    data={
-                        "question_id": f"{name}-q{n}-{i}",
-                        "n": 8,
-                        "p1": 0.5,
-                        "p2": 0.5,
-                        "pseudo_label": "1",
-                        "retained": True,
-                        "reference": "",
-                    },
-                )
-                for i in range(BATCH)
-            ]
+            events = _batch_events(name, n, size)
             store.append(events)
             ack.write(f"{n}\n")
             ack.flush()
@@ -142,7 +142,7 @@ def _drop_schema(schema: str) -> None:
     admin.dispose()
 
 
-def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
+def soak(backend: str, seconds: float, seed: int, batch: int = BATCH) -> dict[str, object]:
     from diagevo.views.verify import verify_run
 
     rng = random.Random(seed)
@@ -160,7 +160,8 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
         def start(key: str) -> subprocess.Popen[bytes]:
             kind, name, acks = specs[key]
             return subprocess.Popen(
-                [sys.executable, __file__, "--producer", kind, "--url", url, "--name", name, "--acks", acks],
+                [sys.executable, __file__, "--producer", kind, "--url", url, "--name", name, "--acks", acks]
+                + ["--batch", str(batch)],
                 env=env,
                 stderr=subprocess.PIPE,
             )
@@ -186,7 +187,7 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
             p.wait()
 
         with open_log(url, create=False) as store:
-            events = list(store.read(BATCH_RUN, types=(QuestionScored,)))
+            events = list(store.read(BATCH_RUN, types=(QuestionGenerated, QuestionScored)))
             ids = Counter(e.event_id for e in events)
             per_batch = Counter(e.event_id.rsplit("-e", 1)[0] for e in events)
             acked = (
@@ -194,8 +195,8 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
                 if events
                 else set()
             )
-            lost = sum(1 for b in acked if per_batch.get(b, 0) != BATCH)
-            partial = sum(1 for c in per_batch.values() if c != BATCH)
+            lost = sum(1 for b in acked if per_batch.get(b, 0) != batch)
+            partial = sum(1 for c in per_batch.values() if c != batch)
             duplicated = sum(c - 1 for c in ids.values() if c > 1)
             decided = Counter(e.round for e in store.read(ROUND_RUN, types=(PromotionsDecided,)))
             committed = Counter(e.round for e in store.read(ROUND_RUN, types=(RoundCommitted,)))
@@ -206,6 +207,7 @@ def soak(backend: str, seconds: float, seed: int) -> dict[str, object]:
     return {
         "backend": backend,
         "seconds": seconds,
+        "batch": batch,
         "kills": kills,
         "crashed_on_their_own": crashed,
         "batches_stored": len(per_batch),
@@ -226,20 +228,21 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=BATCH, help="events per batch (even)")
     ap.add_argument("--producer", choices=["batch", "round"])
     ap.add_argument("--url")
     ap.add_argument("--name")
     ap.add_argument("--acks")
     args = ap.parse_args()
     if args.producer == "batch":
-        _batch_producer(args.url, args.name, Path(args.acks))
+        _batch_producer(args.url, args.name, Path(args.acks), args.batch)
         return
     if args.producer == "round":
         _round_producer(args.url, args.name)
         return
     failed = False
     for backend in args.backends.split(","):
-        result = soak(backend, args.seconds, args.seed)
+        result = soak(backend, args.seconds, args.seed, args.batch)
         print(json.dumps(result), flush=True)
         failed |= any(
             result[k]
