@@ -264,19 +264,21 @@ def sequential_latency(n: int, delay_s: float) -> float:
 
         async def go() -> list[float]:
             out = []
-            for i in range(n):
-                r = await dx.extract(
-                    ExtractionInput(
-                        failure_id=f"s{i}",
-                        question_id="q",
-                        question=f"Question {i}",
-                        pseudo_label="1",
-                        response="a",
-                        reference="b",
+            try:
+                for i in range(n):
+                    r = await dx.extract(
+                        ExtractionInput(
+                            failure_id=f"s{i}",
+                            question_id="q",
+                            question=f"Question {i}",
+                            pseudo_label="1",
+                            response="a",
+                            reference="b",
+                        )
                     )
-                )
-                out.append(r.latency_s)
-            await dx.aclose()
+                    out.append(sum(call.latency_s for call in r.calls))  # the request's HTTP attempts
+            finally:
+                await dx.aclose()
             return out
 
         return float(np.mean(asyncio.run(go())[1:]))

@@ -1,11 +1,12 @@
 """What a hostile (or broken) model server costs ``diagevo diagnose``: storage and time.
 
-1. A 60 MB reply to Prompt 1 of one failure: the growth of the SQLite log in bytes, with the
+1. A 60 MB reply to Prompt 1 of one failure (beside one answered at once: a round whose every
+   failure fails is refused): the growth of the SQLite log in bytes, with the
    default ``[limits]`` (the client stops reading past ``reply_factor x text_bytes`` = 1 MiB and
    counts the call as failed) and with ``reply_factor = 1024`` (the reply is read whole and
    stored cut at ``text_bytes``, marked with its length and SHA-256); then ``memory verify``.
 2. A server that drips its reply one byte a second: the seconds ``diagnose`` takes for one such
-   failure, and for a round of 20 failures of which one drips and 19 are answered at once,
+   failure (beside one answered at once), and for a round of 20 failures of which one drips and 19 are answered at once,
    against the baseline of 20 answered at once (the same run).
 
 Each ``diagnose`` is the real CLI in its own process against a real loopback HTTP server (in
@@ -38,21 +39,33 @@ RUN = "hostile"
 CAUSE = "fails to check candidate solutions against the original domain after a transformation"
 LABEL = "verify candidate solutions against the domain and constraints of the original equation"
 GOOD = json.dumps({"matched_cause_id": "C1", "error_cause": None})
+BIG = "big reply: "  # a failure whose Prompt 1 the server answers with --reply-mb of text
 
+# round 1 through the protocol, in its order: a free question recorded and retained, the
+# promotions decided, a failure of it recorded, diagnosed as cause C1 of node N1 (a cause is
+# created from the failure that revealed it), committed
 SEED = """
 import json, sys
+from diagevo import rounds
+from diagevo.catalog import CauseCreated, FailureDiagnosed, NodeCreated
+from diagevo.catalog.failure import Failure
 from diagevo.log import open_log
-from diagevo.catalog import CauseCreated, NodeCreated, RoundCommitted, RunStarted
-from diagevo.schemas import new_event
 config = json.loads(sys.argv[2])
 with open_log(sys.argv[1], create=True) as s:
-    s.append([
-        new_event(RunStarted(config=config, seed=0), run="hostile", at_round=0, event_id="start"),
-        new_event(NodeCreated(node_id="N1", label=sys.argv[3]), run="hostile", at_round=1, event_id="n1"),
-        new_event(CauseCreated(cause_id="C1", node_id="N1", description=sys.argv[4], failure_id="f0"),
-                  run="hostile", at_round=1, event_id="c1"),
-        new_event(RoundCommitted(), run="hostile", at_round=1, event_id="commit-1"),
+    rounds.start_run(s, "hostile", config, seed=0)
+    rnd = rounds.Round.open(s, "hostile")
+    (req,) = rnd.requests(1)
+    answers = ("6",) * 6 + tuple(str(i) for i in range(6))  # p1 = 1/2: retained
+    q = rnd.record([rounds.Candidate(req.question_id, req.mode, "Solve sqrt(x+3) = x - 3.", answers=answers)])
+    rnd.promote()
+    rnd.record_failures([Failure(failure_id="f0", question_id=q.retained[0].question_id, response="x = 1",
+                                 reference="x = 6")])
+    rnd.append_diagnosis([
+        rnd.event("n1", NodeCreated(node_id="N1", label=sys.argv[3])),
+        rnd.event("dx/f0", FailureDiagnosed(failure_id="f0", error_cause=sys.argv[4])),
+        rnd.event("c1", CauseCreated(cause_id="C1", node_id="N1", description=sys.argv[4], failure_id="f0")),
     ])
+    rnd.commit()
 """
 
 CALLS = """
@@ -100,11 +113,13 @@ def stored_bytes(path: Path) -> int:
     return int(row[0])
 
 
-def failures_file(tmp: Path, n: int, drip: int) -> Path:
-    f = tmp / f"failures-{n}-{drip}.jsonl"
+def failures_file(tmp: Path, n: int, marked: int, mark: str = "drip drip: ") -> Path:
+    """``n`` failures, the first ``marked`` of them with questions that start with ``mark`` (the
+    server's cue for its hostile reply)."""
+    f = tmp / f"failures-{n}-{marked}-{mark.split()[0]}.jsonl"
     lines = []
     for i in range(n):
-        question = "drip drip: " if i < drip else ""
+        question = mark if i < marked else ""
         lines.append(
             json.dumps(
                 {
@@ -123,18 +138,20 @@ def failures_file(tmp: Path, n: int, drip: int) -> Path:
 
 
 def diagnose(
-    code: Path, tmp: Path, srv: LLMServer, name: str, failures: Path, config: dict[str, Any], timeout: float | None
+    code: Path, tmp: Path, srv: LLMServer, name: str, failures: Path, config: dict[str, Any], settings: list[str]
 ) -> dict[str, Any]:
+    """One ``diagnose`` of ``failures`` into a fresh log whose run has ``config``; ``settings``: lines
+    of the command's ``[diagnosis]`` config."""
     db_path = tmp / f"{name}.db"
     db = f"sqlite:///{db_path}"
     seeded = python(code, "-c", SEED, db, json.dumps(config), LABEL, CAUSE)
     if seeded.returncode != 0:
         raise SystemExit(f"seeding failed: {seeded.stderr.strip()[-500:]}")
-    args = ["diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", srv.url]
-    args += ["--embedder", srv.url, "--db", db, "--json"]
-    if timeout is not None:
+    args = ["diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", srv.url, "--model", "test-model"]
+    args += ["--embedder", srv.url, "--embed-model", "test-embed", "--db", db, "--json"]  # the models it serves
+    if settings:
         cfg = tmp / f"{name}.toml"
-        cfg.write_text(f"[diagnosis]\nrequest_timeout_s = {timeout}\nfailure_timeout_s = {timeout}\n")
+        cfg.write_text("[diagnosis]\n" + "\n".join(settings) + "\n")
         args += ["--config", str(cfg)]
     before, held = log_bytes(db_path), stored_bytes(db_path)
     t0 = time.perf_counter()
@@ -180,22 +197,29 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=None, help="request_timeout_s and failure_timeout_s")
     ap.add_argument("--skip-drip", action="store_true")
     ap.add_argument("--skip-storage", action="store_true")
-    ap.add_argument("--old", action="store_true", help="the code has no [limits] section (an earlier version)")
+    ap.add_argument("--old", action="store_true", help="an earlier version: no [limits], no diagnosis.max_failed_share")
     args = ap.parse_args()
+    # the hostile reply fails its failure: the round goes on and names it (the run's share of 1
+    # allows it), since what it costs is the measure here, not the round's verdict on it
+    base_config: dict[str, Any] = {"k": 0.5} if args.old else {"k": 0.5, "diagnosis": {"max_failed_share": 1.0}}
+    settings = []
+    if args.timeout is not None:
+        settings += [f"request_timeout_s = {args.timeout}", f"failure_timeout_s = {args.timeout}"]
     code = args.code.resolve()
     print(f"code: {code} ({python(code, '-c', 'import diagevo; print(diagevo.__version__)').stdout.strip()})")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as d, LLMServer() as srv:
         tmp = Path(d)
-        one = failures_file(tmp, 1, 0)
+        # one hostile failure beside one answered at once: a round whose every failure fails is refused
+        one = failures_file(tmp, 2, 1, BIG)
         if not args.skip_storage:
             size = int(args.reply_mb * 2**20)
-            srv.default("extract", "x" * size)
-            print(f"\n1. a reply of {size:,} bytes to Prompt 1 of one failure")
-            show("default [limits]", diagnose(code, tmp, srv, "big", one, {"k": 0.5}, args.timeout))
+            srv.default("extract", lambda body: "x" * size if BIG in body["messages"][1]["content"] else GOOD)
+            print(f"\n1. a reply of {size:,} bytes to Prompt 1 of one failure (of two)")
+            show("default [limits]", diagnose(code, tmp, srv, "big", one, base_config, settings))
             if not args.old:
-                config = {"k": 0.5, "limits": {"reply_factor": 1024}}
-                read = diagnose(code, tmp, srv, "big-read", one, config, args.timeout)
+                config = {**base_config, "limits": {"reply_factor": 1024}}
+                read = diagnose(code, tmp, srv, "big-read", one, config, settings)
                 show("[limits] reply_factor = 1024: read whole", read)
         if not args.skip_drip:
 
@@ -204,11 +228,11 @@ def main() -> None:
 
             srv.default("extract", reply)
             print(f"\n2. a reply dripped at 1 byte/s ({len(GOOD) + 250} bytes or so)")
-            base = diagnose(code, tmp, srv, "base", failures_file(tmp, 20, 0), {"k": 0.5}, args.timeout)
+            base = diagnose(code, tmp, srv, "base", failures_file(tmp, 20, 0), base_config, settings)
             show("baseline: 20 failures answered at once", base)
-            alone = diagnose(code, tmp, srv, "drip1", failures_file(tmp, 1, 1), {"k": 0.5}, args.timeout)
-            show("one dripping failure", alone)
-            mixed = diagnose(code, tmp, srv, "drip20", failures_file(tmp, 20, 1), {"k": 0.5}, args.timeout)
+            alone = diagnose(code, tmp, srv, "drip1", failures_file(tmp, 2, 1), base_config, settings)
+            show("one dripping failure (beside one answered at once)", alone)
+            mixed = diagnose(code, tmp, srv, "drip20", failures_file(tmp, 20, 1), base_config, settings)
             show("20 failures: 1 dripping, 19 answered at once", mixed)
             print(
                 f"\n  round with a dripping reply / baseline: {mixed['seconds']:.1f} s / {base['seconds']:.1f} s = "

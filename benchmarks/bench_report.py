@@ -55,6 +55,8 @@ url, run, out = sys.argv[1:4]
 FIGURES = ("accuracy", "metrics", "pseudo_labels", "heatmap", "lifecycle", "schedule", "steps", "question_properties",
            "timing")
 command = lambda *args: " ".join(["diagevo", *args])
+# the page of report_html's result: a RunReport's html, an earlier diagevo's (data, html) pair
+page_html = lambda report: report[1] if isinstance(report, tuple) else report.html
 try:  # an earlier diagevo drew with matplotlib
     from diagevo.report.figures import _pyplot
     _pyplot()
@@ -65,7 +67,7 @@ with open_log(url, readonly=True) as store:
     n = sum(1 for _ in store.read(run, texts=True))
     read = time.perf_counter() - t0
     t0 = time.perf_counter()
-    write_replacing(Path(out), report_html(store, run, url, command)[1])
+    write_replacing(Path(out), page_html(report_html(store, run, url, command)))
     whole = time.perf_counter() - t0
     t0 = time.perf_counter()
     data = load_run(store, run)

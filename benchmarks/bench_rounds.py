@@ -2,13 +2,19 @@
 ``diagevo.rounds`` costs against doing the same work in process with direct appends.
 
 Both sides run the memory's share of R rounds (|Q^cur| candidates with N construction answers
-each, 40 causes in the memory) on their own SQLite file:
+each, ``--causes`` causes in the memory) on their own SQLite file:
 (a) baseline: sample requests from M_{t-1}, vote and filter, decide promotions, and append
-    ``round.started`` / questions / promotions / ``round.committed`` with plain ``append``
-    (what the loop did before the protocol);
+    ``round.started`` / questions (each ``question.generated`` before its ``question.scored``) /
+    promotions / ``round.committed`` with plain ``append`` (what the loop did before the
+    protocol; a log ``verify_run`` finds intact);
 (b) protocol: ``open_round``, ``requests``, ``record`` (in batches of ``--batch`` questions, as a
-    data-parallel trainer would), ``promote``, ``commit``: every write is checked and appended
-    under the append lock.
+    data-parallel trainer would), ``promote``, ``commit``, in the order the protocol requires:
+    every write is checked and appended under the append lock.
+Only the rounds after the first are timed. Round 1, the same on both sides, is seeded through
+the protocol in its legal order (the protocol refuses to decide the promotions of a round that
+holds no question, and a cause is created from the diagnosed failure that revealed it): a few
+free questions recorded, promotions decided, one failure of a retained question per cause
+recorded, diagnosed as a new cause (``append_diagnosis``), committed.
 Prints seconds per round and the ratio (b)/(a).
 
     python benchmarks/bench_rounds.py [--rounds 5] [--questions 256] [--batch 64]
@@ -26,12 +32,14 @@ from diagevo import rounds
 from diagevo.catalog import (
     CauseCreated,
     CausePromoted,
+    FailureDiagnosed,
     NodeCreated,
     QuestionGenerated,
     QuestionScored,
     RoundCommitted,
     RoundStarted,
 )
+from diagevo.catalog.failure import Failure
 from diagevo.curriculum.filtering import keep
 from diagevo.curriculum.votes import votes
 from diagevo.log import Recorder, open_log
@@ -48,35 +56,37 @@ N = 12
 
 
 def seed_memory(store: Recorder, causes: int) -> None:
-    """Round 1: ``causes`` causes in 8 nodes, committed."""
+    """Round 1, through the protocol: four free questions recorded, the promotions decided (on
+    none), one failure of the retained question per cause, diagnosed as a new cause in one of 8
+    nodes (a cause is created from the failure that revealed it), committed."""
     rounds.start_run(store, RUN, Config(), seed=1)
-    rounds.open_round(store, RUN)
+    rnd = rounds.Round.open(store, RUN)
+    agree = ["42"] * 6 + [str(100 + i) for i in range(N - 6)]  # p1 = 1/2: retained by the Eq. 3 filter
+    free = [
+        rounds.Candidate(r.question_id, r.mode, f"question {r.question_id}", answers=tuple(agree))
+        for r in rnd.requests(4)
+    ]
+    retained = rnd.record(free).retained[0].question_id
+    rnd.promote()
+    fails = [
+        Failure(failure_id=f"f{c + 1}", question_id=retained, response=f"wrong answer {c}", reference="42")
+        for c in range(causes)
+    ]
+    rnd.record_failures(fails)
     ev: list[EventIn] = []
     for n in range(8):
-        ev.append(
-            new_event(
-                NodeCreated(node_id=f"N{n + 1}", label=f"skill family number {n}"),
-                run=RUN,
-                at_round=1,
-                event_id=f"{RUN}/1/n{n}",
-            )
-        )
+        ev.append(rnd.event(f"n{n}", NodeCreated(node_id=f"N{n + 1}", label=f"skill family number {n}")))
     for c in range(causes):
+        text = f"a reasoning mistake of kind {c} made while solving the problem"
+        ev.append(rnd.event(f"dx/f{c + 1}", FailureDiagnosed(failure_id=f"f{c + 1}", error_cause=text)))
         ev.append(
-            new_event(
-                CauseCreated(
-                    cause_id=f"C{c + 1}",
-                    node_id=f"N{c % 8 + 1}",
-                    description=f"a reasoning mistake of kind {c} made while solving the problem",
-                ),
-                run=RUN,
-                at_round=1,
-                event_id=f"{RUN}/1/c{c}",
+            rnd.event(
+                f"c{c}",
+                CauseCreated(cause_id=f"C{c + 1}", node_id=f"N{c % 8 + 1}", description=text, failure_id=f"f{c + 1}"),
             )
         )
-    store.append(ev)
-    rounds.Round(store, RUN, 1).promote()
-    rounds.Round(store, RUN, 1).commit()
+    rnd.append_diagnosis(ev)
+    rnd.commit()
 
 
 def answers(rng: random.Random) -> list[str]:

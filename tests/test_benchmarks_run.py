@@ -4,6 +4,7 @@ figures themselves are not checked: a benchmark reports, it does not assert."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +36,49 @@ def test_ingest_growth_of_a_small_run() -> None:
 def test_audits_of_a_small_log(tmp_path: Path) -> None:
     out = bench("bench_audits.py", "--events", "3000", "--hot", "100", "--append", "300", "--work", str(tmp_path))
     assert "targets met:" in out and "why H0" in out
+
+
+def run_to_end(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A benchmark that exits 1 when one of its targets is missed (a loaded machine misses them)
+    runs to its end either way: it printed every part, and its failure is no traceback."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-3000:]
+    return done
+
+
+def test_the_round_protocol_against_direct_appends() -> None:
+    out = bench("bench_rounds.py", "--rounds", "1", "--questions", "8", "--batch", "8", "--causes", "8")
+    assert "ratio protocol/baseline" in out
+
+
+def test_the_report_of_a_small_log() -> None:
+    out = bench("bench_report.py", "--events", "1000", "--repeat", "1")
+    assert "whole report (a new process)" in out and "the page alone" in out
+
+
+def test_replay_and_growth_of_small_logs() -> None:
+    assert "replay round 1 from its snapshot" in bench("bench_replay.py", "--events", "3000", "--no-baseline")
+    out = bench("bench_growth.py", "--events", "12000", "--part", "2000")
+    assert "growth from the small to the big log" in out
+
+
+@pytest.mark.usefixtures("pg_database")  # the soak runs on PostgreSQL too: skipped, or failed in CI, without it
+def test_a_short_crash_soak_loses_nothing() -> None:
+    lines = [json.loads(line) for line in bench("crash_soak.py", "--seconds", "5", "--batch", "200").splitlines()]
+    assert [r["backend"] for r in lines] == ["sqlite", "postgres"]
+    for r in lines:
+        assert r["kills"] >= 1 and r["batches_stored"] > 0, r
+        assert (r["lost"], r["duplicated"], r["partial"], r["decided_twice"], r["verify_problems"]) == (0, 0, 0, 0, [])
+
+
+def test_a_hostile_server_costs_what_the_page_says_it_measures() -> None:
+    out = bench("bench_hostile_server.py", "--reply-mb", "1", "--timeout", "2")
+    assert out.count("memory verify: exit 0") == 5, out
+    assert "round with a dripping reply / baseline" in out
+
+
+def test_the_diagnosis_stages() -> None:
+    out = run_to_end("bench_diagnosis.py", "--quick").stdout
+    assert "Prompt 1 stage" in out and "Maintenance (stages 2a-3.5)" in out and "Local MiniLM" in out, out[-2000:]
