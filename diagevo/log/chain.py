@@ -81,42 +81,48 @@ def externalise_texts(fields: tuple[str, ...], data: dict[str, Any]) -> tuple[di
 
 
 class Pending:
-    """One append's events, serialised as they are first iterated: a backend that streams its
-    rows (PostgreSQL's COPY) serialises and hashes event n+1 while the database takes event n,
-    rather than the database waiting for the whole batch. In-batch duplicates are dropped (first
-    wins); iterating again replays what is serialised, then goes on. A bad event raises
-    :class:`StoreError` when it is reached, and the transaction it is streamed into is rolled
-    back with it.
+    """One append's events, serialised as they are taken: a backend that streams its rows
+    (PostgreSQL's COPY) serialises and hashes event n+1 while the database takes event n, rather
+    than the database waiting for the whole batch. In-batch duplicates are dropped (first wins).
+    A bad event raises :class:`StoreError` when it is reached, and the transaction it is
+    streamed into is rolled back with it.
 
     The canonical JSON of each event (``canonical_event_json``) is built as bytes around its
     data's canonical JSON; the middle part (run, round, type, schema version) repeats within a
     batch and is cached."""
 
-    __slots__ = ("_events", "_next", "_done", "_seen", "_middles")
+    __slots__ = ("events", "done", "_rest")
 
     def __init__(self, events: Sequence[EventIn]) -> None:
-        self._events = events
-        self._next = 0  # the index of the next event to serialise
-        self._done: list[Prepared] = []
-        self._seen: set[tuple[str, str]] = set()  # (run, event_id): ids are unique per run
-        self._middles: dict[tuple[str, int, str, int], bytes] = {}  # -> b',"run",round,"type",v,'
+        self.events = events
+        self.done: list[Prepared] = []  # the events serialised so far, in order
+        self._rest = self._serialise()
 
     @property
     def runs(self) -> set[str]:
         """The runs the events belong to (known before any is serialised)."""
-        return {ev.run for ev in self._events}
+        return {ev.run for ev in self.events}
 
     def __iter__(self) -> Iterator[Prepared]:
-        yield from self._done[:]  # what an earlier iteration serialised
-        events, done, seen, middles = self._events, self._done, self._seen, self._middles
+        """The events not taken yet, each serialised as it is taken."""
+        return self._rest
+
+    def all(self) -> list[Prepared]:
+        """Every fresh event of the batch, serialised."""
+        for _ in self._rest:
+            pass
+        return self.done
+
+    def _serialise(self) -> Iterator[Prepared]:
+        seen: set[tuple[str, str]] = set()  # (run, event_id): ids are unique per run
+        middles: dict[tuple[str, int, str, int], bytes] = {}  # -> b',"run",round,"type",v,'
+        add, keep = seen.add, self.done.append
         text_fields, json_str_, to_json, keys_of = TEXT_FIELDS, json_str, canonical_bytes, key_values
-        while self._next < len(events):
-            ev = events[self._next]
-            self._next += 1
+        for ev in self.events:
             eid, run = ev.event_id, ev.run
             if (run, eid) in seen:
-                continue  # a repeat of an id of its run in this batch: the first wins
-            seen.add((run, eid))
+                continue
+            add((run, eid))
             typ, rnd, data, v = ev.type, ev.round, ev.data, ev.schema_version
             try:
                 fields = text_fields.get(typ)
@@ -135,14 +141,8 @@ class Pending:
                 middle = middles[run, rnd, typ, v] = f",{json_str_(run)},{rnd},{json_str_(typ)},{v},".encode()
             canon = b"[%b%b%b]" % (json_str_(eid).encode(), middle, data_b)
             prepared = (eid, run, rnd, typ, v, data_b.decode(), canon, texts, keys_of(data))
-            done.append(prepared)
+            keep(prepared)
             yield prepared
-
-    def all(self) -> list[Prepared]:
-        """Every fresh event of the batch, serialised."""
-        for _ in self:
-            pass
-        return self._done
 
 
 COLUMNS = (
