@@ -6,8 +6,8 @@
    counts the call as failed) and with ``reply_factor = 1024`` (the reply is read whole and
    stored cut at ``text_bytes``, marked with its length and SHA-256); then ``memory verify``.
 2. A server that drips its reply one byte a second: the seconds ``diagnose`` takes for one such
-   failure (beside one answered at once), and for a round of 20 failures of which one drips and 19 are answered at once,
-   against the baseline of 20 answered at once (the same run).
+   failure (beside one answered at once), and for a round of 20 failures of which one drips and
+   19 are answered at once, against the baseline of 20 answered at once (the same run).
 
 Each ``diagnose`` is the real CLI in its own process against a real loopback HTTP server (in
 this process, :mod:`tests.llm_server`), at the diagnosis config's defaults
@@ -138,10 +138,8 @@ def failures_file(tmp: Path, n: int, marked: int, mark: str = "drip drip: ") -> 
 
 
 def diagnose(
-    code: Path, tmp: Path, srv: LLMServer, name: str, failures: Path, config: dict[str, Any], settings: list[str]
+    code: Path, tmp: Path, srv: LLMServer, name: str, failures: Path, config: dict[str, Any], timeout: float | None
 ) -> dict[str, Any]:
-    """One ``diagnose`` of ``failures`` into a fresh log whose run has ``config``; ``settings``: lines
-    of the command's ``[diagnosis]`` config."""
     db_path = tmp / f"{name}.db"
     db = f"sqlite:///{db_path}"
     seeded = python(code, "-c", SEED, db, json.dumps(config), LABEL, CAUSE)
@@ -149,9 +147,9 @@ def diagnose(
         raise SystemExit(f"seeding failed: {seeded.stderr.strip()[-500:]}")
     args = ["diagnose", str(failures), "--run", RUN, "--round", "2", "--llm-url", srv.url, "--model", "test-model"]
     args += ["--embedder", srv.url, "--embed-model", "test-embed", "--db", db, "--json"]  # the models it serves
-    if settings:
+    if timeout is not None:
         cfg = tmp / f"{name}.toml"
-        cfg.write_text("[diagnosis]\n" + "\n".join(settings) + "\n")
+        cfg.write_text(f"[diagnosis]\nrequest_timeout_s = {timeout}\nfailure_timeout_s = {timeout}\n")
         args += ["--config", str(cfg)]
     before, held = log_bytes(db_path), stored_bytes(db_path)
     t0 = time.perf_counter()
@@ -197,14 +195,11 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=None, help="request_timeout_s and failure_timeout_s")
     ap.add_argument("--skip-drip", action="store_true")
     ap.add_argument("--skip-storage", action="store_true")
-    ap.add_argument("--old", action="store_true", help="an earlier version: no [limits], no diagnosis.max_failed_share")
+    ap.add_argument("--old", action="store_true", help="the code has no [limits] section (an earlier version)")
     args = ap.parse_args()
     # the hostile reply fails its failure: the round goes on and names it (the run's share of 1
     # allows it), since what it costs is the measure here, not the round's verdict on it
-    base_config: dict[str, Any] = {"k": 0.5} if args.old else {"k": 0.5, "diagnosis": {"max_failed_share": 1.0}}
-    settings = []
-    if args.timeout is not None:
-        settings += [f"request_timeout_s = {args.timeout}", f"failure_timeout_s = {args.timeout}"]
+    base_config = {"k": 0.5, "diagnosis": {"max_failed_share": 1.0}}
     code = args.code.resolve()
     print(f"code: {code} ({python(code, '-c', 'import diagevo; print(diagevo.__version__)').stdout.strip()})")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
@@ -216,10 +211,10 @@ def main() -> None:
             size = int(args.reply_mb * 2**20)
             srv.default("extract", lambda body: "x" * size if BIG in body["messages"][1]["content"] else GOOD)
             print(f"\n1. a reply of {size:,} bytes to Prompt 1 of one failure (of two)")
-            show("default [limits]", diagnose(code, tmp, srv, "big", one, base_config, settings))
+            show("default [limits]", diagnose(code, tmp, srv, "big", one, base_config, args.timeout))
             if not args.old:
                 config = {**base_config, "limits": {"reply_factor": 1024}}
-                read = diagnose(code, tmp, srv, "big-read", one, config, settings)
+                read = diagnose(code, tmp, srv, "big-read", one, config, args.timeout)
                 show("[limits] reply_factor = 1024: read whole", read)
         if not args.skip_drip:
 
@@ -228,11 +223,11 @@ def main() -> None:
 
             srv.default("extract", reply)
             print(f"\n2. a reply dripped at 1 byte/s ({len(GOOD) + 250} bytes or so)")
-            base = diagnose(code, tmp, srv, "base", failures_file(tmp, 20, 0), base_config, settings)
+            base = diagnose(code, tmp, srv, "base", failures_file(tmp, 20, 0), base_config, args.timeout)
             show("baseline: 20 failures answered at once", base)
-            alone = diagnose(code, tmp, srv, "drip1", failures_file(tmp, 2, 1), base_config, settings)
+            alone = diagnose(code, tmp, srv, "drip1", failures_file(tmp, 2, 1), base_config, args.timeout)
             show("one dripping failure (beside one answered at once)", alone)
-            mixed = diagnose(code, tmp, srv, "drip20", failures_file(tmp, 20, 1), base_config, settings)
+            mixed = diagnose(code, tmp, srv, "drip20", failures_file(tmp, 20, 1), base_config, args.timeout)
             show("20 failures: 1 dripping, 19 answered at once", mixed)
             print(
                 f"\n  round with a dripping reply / baseline: {mixed['seconds']:.1f} s / {base['seconds']:.1f} s = "
