@@ -218,6 +218,7 @@ class CellRound:
     seconds: float = 0.0
     label_acc: float = float("nan")  # retained questions whose pseudo-label is right (where the truth is known)
     wrong_share: float = float("nan")  # the solver's positive rewards on wrong answers
+    shared_label_acc: float = float("nan")  # Figure 3(c): majority labels right on the shared questions
 
 
 def cell_of(run: str) -> tuple[str, int] | None:
@@ -267,6 +268,7 @@ def cell_rounds(store: Recorder) -> list[CellRound]:
                     seconds=float(sum((c.timing or {}).values())),
                     label_acc=float("nan") if c.retained_label_acc is None else float(c.retained_label_acc),
                     wrong_share=float("nan") if c.wrong_reward_share is None else float(c.wrong_reward_share),
+                    shared_label_acc=float("nan") if c.pseudo_label_acc is None else float(c.pseudo_label_acc),
                 )
             )
     return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
@@ -309,6 +311,8 @@ def _interval(xs: list[float]) -> tuple[float, float]:
 
     from scipy.stats import t
 
+    if any(x != x for x in xs):  # a cell without the figure (an older log's): none for the round
+        return float("nan"), float("nan")
     m = statistics.fmean(xs)
     return m, (float(t.ppf(0.975, len(xs) - 1)) * statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0)
 
@@ -343,7 +347,18 @@ def mini_tables(rows: list[CellRound], svg: str | None, pair: str | None = None)
     skills = sorted({s for r in rows for s in r.by_skill})
     last = {a: max((r.round for r in rows if r.arm == a), default=0) for a in arms}
     start = pair_accuracy(pair) if pair else None
-    head = ["arm", "round", "seeds", "held-out acc", *skills, "kept labels right", "wrong+", "targeted share", "F_t"]
+    head = [
+        "arm",
+        "round",
+        "seeds",
+        "held-out acc",
+        *skills,
+        "shared labels right",
+        "kept labels right",
+        "wrong+",
+        "targeted share",
+        "F_t",
+    ]
     out = ["| " + " | ".join([*head, "ε_t+1", "minutes"]) + " |", "|" + "---|" * (len(head) + 2)]
     curves: dict[str, list[tuple[float, float]]] = {}
     for a in arms:
@@ -352,17 +367,25 @@ def mini_tables(rows: list[CellRound], svg: str | None, pair: str | None = None)
             out.append(
                 f"| {a} | 0 (the pair) | – | {start[0]:.3f} | "
                 + " | ".join(f"{start[1].get(s, float('nan')):.3f}" for s in skills)
-                + " | – | – | – | – | – | – |"
+                + " | – | – | – | – | – | – | – |"
             )
         for t in range(1, last[a] + 1):
             cell = [r for r in rows if r.arm == a and r.round == t]
             m = {
                 k: _interval([getattr(r, k) for r in cell])
-                for k in ("heldout_acc", "label_acc", "wrong_share", "targeted_share", "F", "epsilon_next")
+                for k in (
+                    "heldout_acc",
+                    "shared_label_acc",
+                    "label_acc",
+                    "wrong_share",
+                    "targeted_share",
+                    "F",
+                    "epsilon_next",
+                )
             }
             by = [_interval([r.by_skill.get(s, float("nan")) for r in cell]) for s in skills]
             curves.setdefault(a, []).append(m["heldout_acc"])
-            shares = [m["label_acc"], m["wrong_share"], m["targeted_share"]]
+            shares = [m["shared_label_acc"], m["label_acc"], m["wrong_share"], m["targeted_share"]]
             out.append(
                 f"| {a} | {t} | {len(cell)} | "
                 + " | ".join(_cell(x) for x in [m["heldout_acc"], *by])
@@ -394,7 +417,42 @@ def mini_tables(rows: list[CellRound], svg: str | None, pair: str | None = None)
     if svg:
         with open(svg, "w", encoding="utf-8") as f:
             f.write(_svg(curves, first=0 if start is not None else 1))
-    return "\n".join([primary, "", *gains, *([""] if gains else []), *out])
+    fig = figure_3c_table(rows) if any(r.arm in FIGURE_3C for r in rows) else ""
+    return "\n".join([primary, "", *gains, *([""] if gains else []), *out, *(["", fig] if fig else [])])
+
+
+# Figure 3(c)'s three settings, in the paper's order, and its figures: round 1 (pure free only) and round 5
+FIGURE_3C = {
+    "pure free, absolute only": ("83 %", "65 %"),
+    "absolute only": ("–", "72 %"),
+    "full": ("–", "75 %"),
+}
+FIGURE_3C_SETTINGS = {
+    "pure free, absolute only": "pure free exploration, absolute constraint only",
+    "absolute only": "+ memory",
+    "full": "+ relative constraint (full DiagEvo)",
+}
+
+
+def figure_3c_table(rows: list[CellRound]) -> str:
+    """Figure 3(c) replicated: the shared-question pseudo-label accuracy of each of its three
+    settings per round (mean ± 95 % half-width across seeds), beside the paper's figures."""
+    arms = [a for a in FIGURE_3C if any(r.arm == a for r in rows)]
+    last = max((r.round for r in rows if r.arm in arms), default=0)
+    head = ["setting (arm)", "seeds", *(f"round {t}" for t in range(1, last + 1)), "paper: round 1", "round 5"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for a in arms:
+        shown = []
+        for t in range(1, last + 1):
+            cell = [r.shared_label_acc for r in rows if r.arm == a and r.round == t]
+            if not cell or any(x != x for x in cell):  # a round not run, or a cell without the figure
+                shown.append("–")
+            else:
+                m, h = _interval(cell)
+                shown.append(f"{100 * m:.1f} ± {100 * h:.1f} %")
+        seeds = len({r.seed for r in rows if r.arm == a})
+        out.append(f"| {FIGURE_3C_SETTINGS[a]} ({a}) | {seeds} | " + " | ".join([*shown, *FIGURE_3C[a]]) + " |")
+    return "\n".join(out)
 
 
 def _svg(curves: dict[str, list[tuple[float, float]]], first: int = 1) -> str:

@@ -92,7 +92,19 @@ def _schedule_table(d: RunDiff) -> Table:
         va, vb = (getattr(row, key) for row in d.schedule)
         fmt = (lambda v: f"{v:.3f}") if isinstance(va, float) else str
         sched.add_row(key.replace("epsilon_next", "ε_t+1").replace("F", "F_t"), fmt(va), fmt(vb))
+    for key, name in FIGURE_NAMES.items():  # where either commit has it; "–" where one has not
+        values = [getattr(row, key) for row in d.schedule]
+        if any(v is not None for v in values):
+            sched.add_row(name, *("–" if v is None else f"{v:.3f}" for v in values))
     return sched
+
+
+FIGURE_NAMES = {
+    "heldout_acc": "held-out acc",
+    "pseudo_label_acc": "shared label acc (Fig. 3c)",
+    "retained_label_acc": "kept labels right",
+}
+"""The round's figures (:data:`diagevo.fork.ROUND_FIGURES`) under the schedule."""
 
 
 def _print_differing_causes(d: RunDiff) -> None:

@@ -49,6 +49,7 @@ STATS_COLUMNS = {
     "merges": "merge",
     "failed_diagnoses": "dx fail",
     "heldout_acc": "held-out",
+    "pseudo_label_acc": "shared lab",
     "retained_label_acc": "kept lab",
     "wrong_reward_share": "wrong+",
     "ckpt_mb": "ckpt MB",

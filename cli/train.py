@@ -64,8 +64,8 @@ PHASE_NAMES = {
 }
 
 
-ROUND_HEADS = ["t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "label acc", "s"]
-ROUND_KEPT_FIRST = ["t", "acc", "F_t", "ε_t+1", "kept", "new", "fail", "prom", "react", "label acc", "s", "merge"]
+ROUND_HEADS = ["t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "shared lab", "s"]
+ROUND_KEPT_FIRST = ["t", "acc", "F_t", "ε_t+1", "kept", "new", "fail", "prom", "react", "shared lab", "s", "merge"]
 """The columns a narrow terminal keeps, most important first (the others are named under it)."""
 ROUND_LEGEND = {
     "kept": "retained/candidates",
@@ -74,11 +74,12 @@ ROUND_LEGEND = {
     "prom": "promotions",
     "react": "reactivations",
     "acc": "held-out accuracy",
+    "shared lab": "pseudo-label accuracy on the shared questions (Fig. 3c)",
     "kept lab": "retained questions whose pseudo-label is right",
     "wrong+": "positive rewards on wrong answers",
 }
 LABEL_HEADS = {"retained_label_acc": "kept lab", "wrong_reward_share": "wrong+"}
-"""The label figures' columns, after ``label acc`` (and after it in importance), where any round
+"""The label figures' columns, after ``shared lab`` (and after it in importance), where any round
 has them: a world that knows no truth (the hf backend on a world of real models) has none, and
 its table none of these columns."""
 
@@ -87,7 +88,7 @@ def print_round_table(reports: list[Any]) -> None:
     """After each round: what it retained, diagnosed and changed, and the held-out metrics; the
     columns that do not fit the terminal are left out whole and named, never cut to ``8…``."""
     labels = [k for k in LABEL_HEADS if any(_number(r.stats.get(k)) is not None for r in reports)]
-    at = ROUND_HEADS.index("label acc") + 1
+    at = ROUND_HEADS.index("shared lab") + 1
     heads = [*ROUND_HEADS[:at], *(LABEL_HEADS[k] for k in labels), *ROUND_HEADS[at:]]
     rows = []
     for r in reports:
@@ -107,7 +108,7 @@ def print_round_table(reports: list[Any]) -> None:
             f"{sum(r.seconds.values()):.1f}",
         ]
         rows.append([*row[:at], *(_metric(s, k) for k in labels), *row[at:]])
-    at = ROUND_KEPT_FIRST.index("label acc") + 1
+    at = ROUND_KEPT_FIRST.index("shared lab") + 1
     kept_first = [*ROUND_KEPT_FIRST[:at], *(LABEL_HEADS[k] for k in labels), *ROUND_KEPT_FIRST[at:]]
     print_fitted(
         console,

@@ -38,6 +38,7 @@ from diagevo.views.configs import passed_config
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import pruned_note
 from diagevo.views.runs import fork_marker, whatif_refusal
+from diagevo.views.stats import round_stats
 
 
 class ForkError(BadInput):
@@ -143,6 +144,10 @@ def identities(store: EventReader, run: str, made: type[CauseCreated | NodeCreat
     return dict(_creations(store, run, made).values())
 
 
+ROUND_FIGURES = ("heldout_acc", "pseudo_label_acc", "retained_label_acc")
+"""The round's figures ``memory diff`` sets side by side, where the commits have them."""
+
+
 @validated
 def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> RunDiff:
     """Causes whose state or frequency differ, causes and nodes in one run only, and F_t and
@@ -187,16 +192,25 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
     nodes_b = {nid: nib.get(nid, f"id:{nid}") for nid in mb.nodes}
     node_keys_a, node_keys_b = set(nodes_a.values()), set(nodes_b.values())
 
-    def schedule_row(m: Memory) -> ScheduleRow:
+    def schedule_row(run: str, m: Memory) -> ScheduleRow:
         s = schedule(m)
+        row = next((r for r in round_stats(store, run) if r["round"] == m.committed), {})
         return ScheduleRow(
-            m.committed, s.F, s.epsilon, m.k, len(m.causes), len(m.active()), len(m.mastered()), len(m.nodes)
+            m.committed,
+            s.F,
+            s.epsilon,
+            m.k,
+            len(m.causes),
+            len(m.active()),
+            len(m.mastered()),
+            len(m.nodes),
+            **{name: row.get(name) for name in ROUND_FIGURES},
         )
 
     return RunDiff(
         runs=(a, b),
         t=at_round,
-        schedule=(schedule_row(ma), schedule_row(mb)),
+        schedule=(schedule_row(a, ma), schedule_row(b, mb)),
         causes_differing=causes,
         causes_only_in=only,
         same_id_differs=[

@@ -25,7 +25,14 @@ def table():  # noqa: ANN201 (the script, imported from its path)
 def rounds(table, arm: str, seed: int, accs: list[float]) -> list:  # noqa: ANN001
     return [
         table.CellRound(
-            arm=arm, seed=seed, round=t, heldout_acc=a, by_skill={"mod": a / 2}, label_acc=0.25, wrong_share=0.7
+            arm=arm,
+            seed=seed,
+            round=t,
+            heldout_acc=a,
+            by_skill={"mod": a / 2},
+            label_acc=0.25,
+            wrong_share=0.7,
+            shared_label_acc=0.8,
         )
         for t, a in enumerate(accs, 1)
     ]
@@ -56,3 +63,29 @@ def test_a_cells_file_of_another_pair_is_refused(table, tmp_path: Path) -> None:
     table.save_cells(path, rounds(table, "oracle", 3, [0.6]), {"add_c": 0.46})
     with pytest.raises(SystemExit, match="another pair"):
         table.load_cells(path, {"add_c": 0.58})
+
+
+def test_figure_3c_is_each_setting_s_shared_label_accuracy_by_round_beside_the_paper(table) -> None:  # noqa: ANN001
+    """Seeds 0 and 1 of two of the figure's settings: the mean of 0.80 and 0.90 is 85.0 %, its
+    95 % t half-width over two seeds 12.706 x 0.0707 / sqrt(2) = 0.635 (63.5 points); a setting not run has
+    no row, a round a cell lacks the figure is '–'."""
+    rows = [
+        table.CellRound(arm=arm, seed=seed, round=t, heldout_acc=0.5, shared_label_acc=acc)
+        for arm, seed, t, acc in [
+            ("pure free, absolute only", 0, 1, 0.8),
+            ("pure free, absolute only", 1, 1, 0.9),
+            ("pure free, absolute only", 0, 2, 0.7),
+            ("pure free, absolute only", 1, 2, 0.7),
+            ("full", 0, 1, 0.75),
+            ("full", 0, 2, float("nan")),
+            ("oracle", 0, 1, 0.99),
+        ]
+    ]
+    lines = table.figure_3c_table(rows).splitlines()
+    assert lines[0] == "| setting (arm) | seeds | round 1 | round 2 | paper: round 1 | round 5 |"
+    free, full = lines[2], lines[3]
+    assert free.startswith("| pure free exploration, absolute constraint only (pure free, absolute only) | 2 |")
+    assert "| 85.0 ± 63.5 % | 70.0 ± 0.0 % | 83 % | 65 % |" in free
+    assert full.endswith("| 1 | 75.0 ± 0.0 % | – | – | 75 % |")
+    assert len(lines) == 4 and "oracle" not in "".join(lines)
+    assert "shared labels right" in table.mini_tables(rows, None)

@@ -128,7 +128,7 @@ def test_the_round_table_shows_the_label_figures_where_a_round_has_them(monkeypa
     out = _round_table(monkeypatch, 200, labelled=True)
     heads = next(line for line in out.splitlines() if line.strip().startswith("t "))
     assert heads.split() == [
-        *("t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "label", "acc"),
+        *("t", "kept", "fail", "new", "prom", "react", "merge", "F_t", "ε_t+1", "acc", "shared", "lab"),
         *("kept", "lab", "wrong+", "s"),
     ]
     rows = [line.split() for line in out.splitlines() if line.strip()[:2] in ("1 ", "2 ")]
@@ -137,6 +137,7 @@ def test_the_round_table_shows_the_label_figures_where_a_round_has_them(monkeypa
     said = " ".join(out.split())  # the legend, wrapped at the terminal
     assert "kept lab: retained questions whose pseudo-label is right" in said
     assert "wrong+: positive rewards on wrong answers" in said
+    assert "shared lab: pseudo-label accuracy on the shared questions (Fig. 3c)" in said
     # a world that knows no truth: the table as it always was, and no word of the figures
     out = _round_table(monkeypatch, 200, labelled=False)
     heads = next(line for line in out.splitlines() if line.strip().startswith("t "))
@@ -151,7 +152,7 @@ def test_a_narrow_round_table_keeps_the_label_figures_after_label_accuracy(monke
     assert max(len(line) for line in out.splitlines()) <= 80
     shown = next(line for line in out.splitlines() if line.strip().startswith("t ")).split()
     left_out = next(line for line in out.splitlines() if line.startswith("left out to fit 80 columns: "))
-    assert {"acc", "label", "kept", "lab"} <= set(shown) and "merge" in left_out and "merge" not in shown
+    assert {"acc", "shared", "kept", "lab"} <= set(shown) and "merge" in left_out and "merge" not in shown
     assert ("wrong+" in shown) != ("wrong+" in left_out)
     said = " ".join(out.split())
     assert ("wrong+: positive rewards" in said) == ("wrong+" in shown)  # the legend: only what is shown

@@ -340,7 +340,7 @@ def test_the_report_shows_the_label_figures_overall(
     svg = ElementTree.fromstring(figure[figure.index("<svg") : figure.index("</svg>") + len("</svg>")])
     legend = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
     assert {
-        "pseudo-label accuracy",
+        "pseudo-label accuracy on the shared questions",
         "retained questions whose pseudo-label is right",
         "positive rewards on wrong answers",
     } <= legend

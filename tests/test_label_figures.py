@@ -15,13 +15,20 @@ from typing import Any
 
 import pytest
 
-from diagevo.catalog import FailureRecorded, PhaseCompleted, QuestionGenerated, QuestionScored, RoundCommitted
+from diagevo.catalog import FailureRecorded, PhaseCompleted, QuestionGenerated, QuestionScored, RoundCommitted, of_type
 from diagevo.curriculum.equivalence import agrees
 from diagevo.log import open_log
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.train.backend import Truth
 from diagevo.train.config import load_config
-from diagevo.train.labels import LABEL_FIELDS, OUTSIDE, audit_labels
+from diagevo.train.labels import (
+    LABEL_FIELDS,
+    OUTSIDE,
+    SHARED_LABEL_VOTES,
+    audit_labels,
+    draw_shared_questions,
+    shared_label_accuracy,
+)
 from diagevo.train.run import train
 from diagevo.train.sim.backend import SimBackend, wrap
 from tests.test_cli_memory import run_cli
@@ -61,6 +68,44 @@ def test_label_figures_by_hand() -> None:
     }
     assert OUTSIDE == "outside"
     assert set(audit.summary()) == set(LABEL_FIELDS) <= set(RoundCommitted.model_fields)
+
+
+def test_shared_label_accuracy_by_hand() -> None:
+    """Figure 3(c): the majority of each shared question's responses against its true answer."""
+    figures = shared_label_accuracy(
+        ["q1", "q2", "q3", "q4", "q5"],
+        [
+            [r"\boxed{5}", r"\boxed{6}", r"\boxed{5}"],  # majority 5: right
+            [r"\boxed{8}", r"\boxed{8}", r"\boxed{7}"],  # majority 8: wrong (a shared error)
+            [r"\boxed{10}"],  # right, of no skill of the world
+            [r"\boxed{1}"],  # the truth unknown: left out
+            ["no answer", "none either"],  # no label at all: wrong
+        ],
+        WORLD.get,
+    )
+    # add 1 of 2, outside 1 of 1, mul 0 of 1: 2 of 4
+    assert figures == {
+        "pseudo_label_acc": 0.5,
+        "pseudo_label_acc/add": 0.5,
+        f"pseudo_label_acc/{OUTSIDE}": 1.0,
+        "pseudo_label_acc/mul": 0.0,
+    }
+    assert shared_label_accuracy(["q4"], [[r"\boxed{1}"]], WORLD.get) == {}  # absent, not zero
+    assert SHARED_LABEL_VOTES == 12  # the paper's: as many as curriculum construction
+
+
+def test_the_shared_questions_are_the_first_distinct_gradable_ones_and_fixed_by_the_seed() -> None:
+    def outputs(rng: random.Random) -> list[str]:
+        return [f"<question>q{rng.randint(1, 6)}</question>" for _ in range(4)] + ["no question"]
+
+    known = lambda q: q in WORLD  # noqa: E731
+    drawn = draw_shared_questions(outputs, known, 3, seed=7)
+    assert len(drawn) == 3 == len(set(drawn)) and set(drawn) <= set(WORLD)
+    assert drawn == draw_shared_questions(outputs, known, 3, seed=7)  # every arm and round of a seed: the same
+    # fewer than asked where the challenger writes no more: all it could grade
+    assert set(draw_shared_questions(outputs, known, 10, seed=7, tries=50)) == set(WORLD)
+    seeds = {tuple(draw_shared_questions(outputs, known, 3, seed=s)) for s in range(8)}
+    assert len(seeds) > 1  # another seed, another set
 
 
 def test_no_figure_where_the_truth_is_never_known() -> None:
@@ -203,3 +248,29 @@ def test_anchors_join_the_solvers_questions_and_are_no_evidence(
     assert phases and all("anchors" not in (p.stats or {}) for p in phases)
     code, _, err = run_cli(capsys, "memory", "verify", "--db", f"sqlite:///{tmp_path / 'anchored'}.db")
     assert code == 0, err
+
+
+def test_the_shared_label_accuracy_reaches_stats_diff_and_the_round_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Figure 3(c)'s figure, as each round's commit holds it: in ``memory stats`` (its column
+    ``shared lab``), side by side in ``memory diff`` of two runs of one database, and absent (not
+    zero) from a run whose commits lack it."""
+    sim_run(tmp_path, "labels", rounds=1)
+    db = f"sqlite:///{tmp_path / 'labels'}.db"
+    with open_log(db) as store:
+        (commit,) = of_type(RoundCommitted, store.rows("labels", types=(RoundCommitted,)))
+    assert commit.pseudo_label_acc is not None and 0 < commit.pseudo_label_acc <= 1
+    (row,) = stats_rows(capsys, tmp_path, "labels")
+    assert row["pseudo_label_acc"] == commit.pseudo_label_acc
+    code, out, err = run_cli(capsys, "memory", "stats", "--run", "labels", "--db", db)
+    assert code == 0 and "shared lab" in out, err
+    code, out, err = run_cli(capsys, "memory", "fork", "--run", "labels", "--round", "1", "--to", "copy", "--db", db)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "memory", "diff", "--run", "labels", "--run", "copy", "--db", db, "--json")
+    assert code == 0, err
+    sides = json.loads(out)["schedule"]
+    assert sides["labels"]["pseudo_label_acc"] == sides["copy"]["pseudo_label_acc"] == commit.pseudo_label_acc
+    assert sides["labels"]["heldout_acc"] == commit.heldout_acc
+    code, out, err = run_cli(capsys, "memory", "diff", "--run", "labels", "--run", "copy", "--db", db)
+    assert code == 0 and "shared label acc (Fig. 3c)" in out and f"{commit.pseudo_label_acc:.3f}" in out, err

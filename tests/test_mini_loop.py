@@ -15,7 +15,7 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.catalog import CheckpointWritten, EvalRecorded, QuestionGenerated  # noqa: E402
+from diagevo.catalog import CheckpointWritten, EvalRecorded, QuestionGenerated, RoundCommitted, of_type  # noqa: E402
 from diagevo.log import open_log  # noqa: E402
 from diagevo.train import ablate  # noqa: E402
 from diagevo.train.mini import build, world  # noqa: E402
@@ -131,3 +131,32 @@ def test_the_full_arm_targets_causes_and_the_no_memory_arm_never_does(ablation) 
     targeted = [e for e in asked["full"] if e.event.mode != "free"]
     assert targeted and all(e.event.active_cause for e in targeted)
     assert all(e.event.mode == "free" and e.event.active_cause is None for e in asked["free"])
+
+
+def test_every_round_of_every_arm_measures_figure_3c_on_one_shared_set(ablation) -> None:  # noqa: ANN001
+    """The mini world knows its answers: each commit holds the pseudo-label accuracy on the shared
+    questions (per skill in the round's metrics), drawn from the untrained challenger by the seed,
+    so two arms (and a backend built again, as a resumed cell builds it) answer the same ones."""
+    from diagevo.train.config import load_config
+    from diagevo.train.run import make_backend
+
+    db, pair, *_ = ablation
+    with open_log(db) as store:
+        for run in store.runs():
+            commits = of_type(RoundCommitted, store.rows(run, types=(RoundCommitted,)))
+            assert commits and all(c.pseudo_label_acc is not None and 0 <= c.pseudo_label_acc <= 1 for c in commits)
+            names = {k for e in store.read(run, types=(EvalRecorded,)) for k in e.event.metrics or {}}
+            assert {f"pseudo_label_acc/{s}" for s in SPEC.skills} & names
+    models = [
+        f'challenger.model="{pair / "challenger"}"',
+        f'solver.model="{pair / "solver"}"',
+        "hf.shared_label_questions=40",
+    ]
+    config = ROOT / "configs" / "mini-cpu.toml"
+    sets = [
+        make_backend(load_config(config, [*models, *ablate.VARIANTS[arm], "train.seed=3"])).shared_questions()
+        for arm in ("full", "oracle")
+    ]
+    assert sets[0] == sets[1] and len(sets[0]) == 40 and all(world.truth(q) for q in sets[0])
+    other = make_backend(load_config(config, [*models, "train.seed=4"])).shared_questions()
+    assert other != sets[0]

@@ -35,6 +35,7 @@ COUNTS = ("F", "active", "mastered")
 FIRST = ("heldout_acc", "pseudo_label_acc", *LABEL_FIGURES)
 METRIC_TITLES = {
     "heldout_acc": "held-out accuracy",
+    "pseudo_label_acc": "pseudo_label_acc: pseudo-label accuracy on the shared questions (Fig. 3c)",
     "retained_label_acc": "retained_label_acc: retained questions whose pseudo-label is right",
     "wrong_reward_share": "wrong_reward_share: positive rewards on wrong answers",
 }

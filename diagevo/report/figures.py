@@ -175,7 +175,7 @@ def pseudo_labels(rounds: Rows) -> str:
     trained on where the run has them (the share of retained questions whose pseudo-label is
     right, the share of positive rewards given to wrong answers)."""
     labels = _points(rounds, "pseudo_label_acc")
-    marks = [Line("pseudo-label accuracy", labels, STYLES[2])] if labels else []
+    marks = [Line("pseudo-label accuracy on the shared questions", labels, STYLES[2])] if labels else []
     known = [Line(name, points, style) for column, name, style in LABEL_LINES if (points := _points(rounds, column))]
     marks += known
     return _one("Pseudo-label accuracy", marks, _unit("share" if known else "majority-vote label accuracy"), height=300)

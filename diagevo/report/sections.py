@@ -197,7 +197,7 @@ def accuracy(data: RunData) -> Accuracy:
         )
     labels = [c for c, _, _ in figures.LABEL_LINES if any(r.get(c) is not None for r in rounds)]
     if labels or any(r["pseudo_label_acc"] is not None for r in rounds):
-        caption = "Fig. 3c: accuracy of the majority-vote pseudo-labels"
+        caption = "Fig. 3c: accuracy of the majority-vote pseudo-labels on the shared questions"
         if labels:  # where the world knows the truth
             caption += (
                 "; of the questions the solver trained on, the share whose pseudo-label is right and the share "
@@ -260,7 +260,7 @@ ROUND_HEADERS = {
     "epsilon_next": "ε_t+1",
     "F": "F_t",
     "heldout_acc": "held-out acc",
-    "pseudo_label_acc": "label acc",
+    "pseudo_label_acc": "shared label acc",
     "failed_diagnoses": "failed diag.",
     "attributions": "attrib.",
     "promotions": "prom.",

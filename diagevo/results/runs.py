@@ -11,7 +11,9 @@ from diagevo.results import Result
 
 @dataclass(frozen=True)
 class ScheduleRow:
-    """A run's schedule at the round compared (F_t, ε_{t+1}, k) and its memory's sizes."""
+    """A run's schedule at the round compared (F_t, ε_{t+1}, k), its memory's sizes, and the
+    round's held-out accuracy and label figures where its commit has them (None: not measured;
+    ``pseudo_label_acc`` is the paper's Figure 3(c) on the shared questions)."""
 
     round: int
     F: float
@@ -21,6 +23,9 @@ class ScheduleRow:
     active: int
     mastered: int
     nodes: int
+    heldout_acc: float | None = None
+    pseudo_label_acc: float | None = None
+    retained_label_acc: float | None = None
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,25 @@ trains on: the share of retained questions whose pseudo-label is the true answer
 of the solver's positive rewards given to wrong answers, overall and per skill. They land in the
 round's commit (``round.committed``), so ``memory stats``, the round table and the report show
 from the first round whether the loop trains on its own errors.
+
+The paper's own figure of label quality is another: Figure 3(c), the *pseudo-label accuracy on
+shared questions* (``pseudo_label_acc``). A fixed set of challenger questions, the same for every
+arm and round, is answered by the solver after each round's training; the majority of
+:data:`SHARED_LABEL_VOTES` responses is compared with the true answer. Unlike the retained figure it
+does not move with what the filter keeps, so arms that keep different questions compare on one set.
 """
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
+from diagevo.curriculum.prompts import parse_question
+from diagevo.curriculum.votes import votes
 from diagevo.text.calls import validated
 from diagevo.train.backend import Truth
 
@@ -87,3 +96,54 @@ LABEL_FIELDS = (
     "wrong_reward_share_by_skill",
 )
 """The fields of ``round.committed`` (and of the solver phase's figures, until the commit) these are."""
+
+
+SHARED_LABEL_VOTES = 12
+"""Figure 3(c): each shared question's pseudo-label is the majority over 12 responses, as many as
+the paper's curriculum construction samples."""
+
+
+def draw_shared_questions(
+    outputs: Callable[[random.Random], Sequence[str]],
+    known: Callable[[str], bool],
+    n: int,
+    seed: int,
+    tries: int = 8,
+) -> list[str]:
+    """Figure 3(c)'s shared set: the first ``n`` distinct questions the challenger writes that the
+    world can grade (``known``), taken from batches of raw challenger ``outputs`` (at most ``tries``
+    batches). The stream is seeded by the run's seed alone, so every arm of one seed, and every
+    round of it, is measured on the same questions; a resumed run draws them again identically."""
+    rng = random.Random(f"shared-labels:{seed}")
+    picked: dict[str, None] = {}
+    for _ in range(tries):
+        for out in outputs(rng):
+            text = parse_question(out)
+            if text is not None and text not in picked and known(text):
+                picked[text] = None
+                if len(picked) == n:
+                    return list(picked)
+    return list(picked)
+
+
+def shared_label_accuracy(
+    questions: Sequence[str], responses: Sequence[Sequence[str]], truth: Callable[[str], Truth | None]
+) -> dict[str, float]:
+    """``pseudo_label_acc`` (Figure 3(c)): the share of shared questions whose majority answer (the
+    votes the curriculum forms its pseudo-labels with) is the true answer, and
+    ``pseudo_label_acc/SKILL`` per skill. Questions whose truth is unknown are left out; none
+    known: no figure (absent, not zero)."""
+    tallies: dict[str, _Tally] = defaultdict(_Tally)
+    for text, resps in zip(questions, responses, strict=True):
+        known = truth(text)
+        if known is None:
+            continue
+        label = votes([extract_answer(r) for r in resps]).label
+        tallies[known.skill or OUTSIDE].add(label is not None and agrees(label, known.answer))
+    right, total = sum(t.right for t in tallies.values()), sum(t.total for t in tallies.values())
+    if not total:
+        return {}
+    return {
+        "pseudo_label_acc": right / total,
+        **{f"pseudo_label_acc/{s}": v for s, t in sorted(tallies.items()) if (v := t.share()) is not None},
+    }

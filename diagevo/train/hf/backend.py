@@ -43,7 +43,7 @@ from diagevo.generation.endpoint import EndpointEngine
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.generation.vllm_engine import VLLMEngine
 from diagevo.generation.vllm_platform import current_platform
-from diagevo.memory.sampler import GenerationRequest
+from diagevo.memory.sampler import FREE, GenerationRequest
 from diagevo.model_dirs import HELDOUT_FILE
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
 from diagevo.text.parsing import file_lines, loads
@@ -70,6 +70,7 @@ from diagevo.train.hf.distributed import (
 )
 from diagevo.train.hf.optim import RoleOptimizer, load_state, optimizers, save_state
 from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
+from diagevo.train.labels import SHARED_LABEL_VOTES, draw_shared_questions, shared_label_accuracy
 
 # torch, transformers and TRL load in the methods that use them: every module of the package
 # imports without the hf extra (make_backend refuses in one line where it is missing)
@@ -213,6 +214,7 @@ class HFBackend:
         self._optim: dict[Role, RoleOptimizer] = {"challenger": RoleOptimizer(), "solver": RoleOptimizer()}
         if any(config.role(r).keep_optimizer for r in self._optim) and config.hf.num_processes > 1:
             raise BadInput("keep_optimizer keeps one process's AdamW state: set hf.num_processes = 1 or leave it off")
+        self._shared: list[str] | None = None  # Figure 3(c)'s questions, drawn on first use
         self.leading = False  # rank 0 of a launch: each collective phase is announced to the followers
 
     # ------------------------------------------------------------------ models
@@ -227,6 +229,11 @@ class HFBackend:
         return self._tokenizers[role]
 
     def _load_role(self, role: Role, path: Path, device: str | None = None) -> None:
+        self._models[role], self._tokenizers[role] = self._load(path, device)
+        self._changed(role)
+
+    def _load(self, path: Path, device: str | None = None) -> tuple[Any, Any]:
+        """A model and its tokenizer from ``path``, in the run's precision and attention."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -241,8 +248,7 @@ class HFBackend:
         tok = AutoTokenizer.from_pretrained(path)
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
-        self._models[role], self._tokenizers[role] = model, tok
-        self._changed(role)
+        return model, tok
 
     def _changed(self, role: Role) -> None:
         """The role's policy has new weights: the next sample of it pushes them first."""
@@ -516,10 +522,17 @@ class HFBackend:
         return rows
 
     def evaluate(self, rng: random.Random) -> dict[str, float]:
-        """Greedy pass@1 of the solver on the held-out questions (none: no metrics)."""
+        """Greedy pass@1 of the solver on the held-out questions (none: no such metrics), then,
+        where the world knows the answers, Figure 3(c)'s pseudo-label accuracy on the shared
+        questions (its draws after held-out's, which they leave unchanged)."""
         items = self.heldout()
-        if not items:
-            return {}
+        out = self._heldout_accuracy(items, rng) if items else {}
+        questions = self.shared_questions()
+        if questions:
+            out.update(shared_label_accuracy(questions, self.sample(questions, SHARED_LABEL_VOTES, rng), self.truth))
+        return out
+
+    def _heldout_accuracy(self, items: list[dict[str, str]], rng: random.Random) -> dict[str, float]:
         h = self.config.hf
         outs = self._generate(
             "solver",
@@ -535,6 +548,34 @@ class HFBackend:
             "heldout_acc": sum(right) / len(right),
             **{f"heldout_acc/{s}": sum(r) / len(r) for s, r in by_skill.items()},
         }
+
+    def shared_questions(self) -> list[str]:
+        """Figure 3(c)'s shared questions: ``hf.shared_label_questions`` free-exploration questions
+        of the challenger as the run started (``challenger.model``, not the round's checkpoint),
+        drawn once per seed, so every arm and every round of one seed answers the same ones. None
+        where the world does not know the answers (a world of real models) or the key is 0."""
+        if self._shared is None:
+            n = self.config.hf.shared_label_questions
+            self._shared = self._draw_shared(n) if self._truth is not None and n > 0 else []
+            self._free()  # the untrained challenger's copy is gone once drawn
+        return self._shared
+
+    def _draw_shared(self, n: int) -> list[str]:
+        model, tok = self._load(check_local_model(self.config.challenger.model))
+        engine = LocalEngine(
+            model, tokenizer=tok, device=self.config.hf.device, batch_size=self.config.hf.generation_batch
+        )
+        prompts = [challenger_messages(FREE)] * n
+        max_new = self.config.challenger.max_new_tokens
+
+        def outputs(rng: random.Random) -> list[str]:
+            return [o[0] for o in engine.generate(prompts, self._sampling(1, rng, max_new))]
+
+        def gradable(question: str) -> bool:  # as the loop takes one (challenger.known_questions_only)
+            known = self.truth(question)
+            return known is not None and (known.skill is not None or not self.config.challenger.known_questions_only)
+
+        return draw_shared_questions(outputs, gradable, n, self.seed)
 
     def truth(self, question: str) -> Truth | None:
         return self._truth(question) if self._truth is not None else None

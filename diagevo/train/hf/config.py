@@ -73,6 +73,14 @@ class HFConfig(Section):
         description="Without diagnosis.llm_url, how the heuristic diagnostician names a failure: none, by where it "
         "departs from the reference; mini, by the mini world's named errors (its models built by models mini).",
     )
+    shared_label_questions: int = Field(
+        default=200,
+        ge=0,
+        le=10_000,
+        description="Where the world knows the answers (the mini world): the shared challenger questions on which "
+        "each round's pseudo-label accuracy (Figure 3(c): the majority of 12 responses against the true answer) is "
+        "measured, drawn once per seed from the untrained challenger's free exploration; 0: not measured.",
+    )
     heldout_max_new_tokens: int | None = Field(
         default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
     )

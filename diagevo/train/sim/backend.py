@@ -35,6 +35,7 @@ from diagevo.files.written import write_replacing
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound, Truth
+from diagevo.train.labels import SHARED_LABEL_VOTES
 from diagevo.train.sim import text as tx
 from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
@@ -46,7 +47,6 @@ if TYPE_CHECKING:  # a type only: the composed config imports this package's con
     from diagevo.train.config import Config
 
 STATE_FILE = "sim_backend.json"
-PSEUDO_LABEL_VOTES = 12  # Figure 3c: majority over 12 responses, as for curriculum construction
 UNFAMILIAR = "The statement does not follow a familiar pattern, so estimate the quantity directly."
 
 
@@ -332,9 +332,9 @@ def read_state(checkpoint: Path) -> dict:
 
 
 def label_is_right(solver: Solver, q: Question, rng: random.Random) -> bool:
-    """Whether the majority of ``PSEUDO_LABEL_VOTES`` responses of ``solver`` (the pseudo-label of
+    """Whether the majority of ``SHARED_LABEL_VOTES`` responses of ``solver`` (the pseudo-label of
     Figure 3c) is the true answer."""
-    votes = Counter(o.value for o in solver.outcomes(q, PSEUDO_LABEL_VOTES, rng))
+    votes = Counter(o.value for o in solver.outcomes(q, SHARED_LABEL_VOTES, rng))
     return bool(votes.most_common(1)[0][0] == q.answer)
 
 
