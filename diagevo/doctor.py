@@ -436,6 +436,22 @@ def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]
     return [Check("gpus", "ok", f"{have} GPU(s) visible, {need} used", asked=True, facts={"gpus": have})]
 
 
+def check_rewordings(cfg: Config) -> list[Check]:
+    """The shared-error check (``filter.shared_error_check = "variants"``) asks the world for
+    rewordings of its questions: the mini world writes them, the simulator and other models do not
+    (their trainers record candidates with ``variant_answers`` through the round protocol)."""
+    if cfg.filter.shared_error_check != "variants":
+        return []
+    if cfg.train.backend == "hf" and cfg.hf.named_errors == "mini":
+        return [Check("rewordings", "ok", "the mini world rewords its questions", asked=True)]
+    world = "the simulator" if cfg.train.backend == "sim" else 'the hf backend without hf.named_errors = "mini"'
+    said = (
+        f'filter.shared_error_check = "variants" needs rewordings of the questions, which {world} does not write: '
+        "run it on the mini world (configs/mini-cpu.toml)"
+    )
+    return [Check("rewordings", "missing", said, Fix.of(Override("filter.shared_error_check", "none")), True)]
+
+
 def check_model_dirs(cfg: Config) -> list[Check]:
     """Each model directory the config's hf backend loads: complete (its build's record written last)."""
     if cfg.train.backend != "hf":
@@ -538,7 +554,7 @@ def preflight(
     --config``); ``checkpoints``: where the run's checkpoints go (no disk check without it);
     ``endpoint=False`` leaves the diagnostician out."""
     checks = check_model_dirs(cfg) + check_embedder(cfg) + check_hf(cfg) + check_vllm(cfg) + check_flash_attn(cfg)
-    checks += check_tracker(cfg) + check_gpus(cfg, gpus)
+    checks += check_tracker(cfg) + check_gpus(cfg, gpus) + check_rewordings(cfg)
     if endpoint:
         checks += check_diagnostician(cfg)
     return checks + check_disk(cfg, checkpoints=checkpoints)

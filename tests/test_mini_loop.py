@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,14 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.catalog import CheckpointWritten, EvalRecorded, QuestionGenerated, RoundCommitted, of_type  # noqa: E402
+from diagevo.catalog import (  # noqa: E402
+    CheckpointWritten,
+    EvalRecorded,
+    QuestionGenerated,
+    QuestionScored,
+    RoundCommitted,
+    of_type,
+)
 from diagevo.log import open_log  # noqa: E402
 from diagevo.train import ablate  # noqa: E402
 from diagevo.train.mini import build, world  # noqa: E402
@@ -160,3 +168,23 @@ def test_every_round_of_every_arm_measures_figure_3c_on_one_shared_set(ablation)
     assert sets[0] == sets[1] and len(sets[0]) == 40 and all(world.truth(q) for q in sets[0])
     other = make_backend(load_config(config, [*models, "train.seed=4"])).shared_questions()
     assert other != sets[0]
+
+
+def test_the_shared_error_check_labels_retained_questions_by_their_rewordings(pair: Path, tmp_path: Path) -> None:
+    """One round of the check's arm: every candidate of a sum or difference is reworded and its
+    verdict recorded; where the rewordings outvoted the majority, the label is another answer."""
+    db = f"sqlite:///{tmp_path / 'check.db'}"
+    models = [f'challenger.model="{pair / "challenger"}"', f'solver.model="{pair / "solver"}"']
+    config = ROOT / "configs" / "mini-cpu.toml"
+    ablate.run_ablation(config, [*models, *SMALL], db, [0], 1, ["shared-error check"], [ablate.CONFIGURED], print)
+    with open_log(db) as store:
+        (run,) = store.runs()
+        rows = list(store.read(run, types=(QuestionGenerated, QuestionScored), texts=True))
+    text = {e.event.question_id: e.event.text for e in rows if isinstance(e.event, QuestionGenerated)}
+    scored = [e.event for e in rows if isinstance(e.event, QuestionScored)]
+    labelled = [s for s in scored if s.pseudo_label is not None]
+    assert labelled and all(s.check_score is not None and len(s.variant_labels or []) == 1 for s in labelled)
+    assert all(world.variants(text[s.question_id], 1, random.Random(0)) for s in labelled)
+    for s in labelled:
+        if s.majority_label is not None:  # relabelled: the new label is a vote of the original too
+            assert s.pseudo_label != s.majority_label and s.check_score > 0

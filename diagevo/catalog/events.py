@@ -119,7 +119,8 @@ class QuestionScored(Event):
     name = "question.scored"
     kind = Kind.EVIDENCE
     texts = ("reference",)
-    phrases = ("pseudo_label",)
+    phrases = ("pseudo_label", "majority_label")
+    stored_if_set = ("majority_label", "check_score", "variant_labels")
     keys = ("question_id",)
     counted = "retained"
     counted_if = "retained"
@@ -131,6 +132,12 @@ class QuestionScored(Event):
     pseudo_label: str | None = None
     retained: bool
     reference: str = ""  # the construction response kept for diagnosis (retained questions)
+    # the shared-error check's verdict (filter.shared_error_check = "variants"), where it ran: the
+    # plain majority where the check labelled with another answer, the label's harmonic mean of vote
+    # shares over the wordings (0: no answer under every wording, not retained), each rewording's majority
+    majority_label: str | None = None
+    check_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    variant_labels: list[str | None] | None = None
 
 
 class PromotionsDecided(Event):

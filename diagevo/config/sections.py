@@ -120,6 +120,16 @@ class FilterConfig(Section):
     tau: NonNegative = Field(
         default=1.6, description="τ: least ratio p1 / p2 of the two leading vote shares (Table 9: 1.6)."
     )
+    shared_error_check: Literal["none", "variants"] = Field(
+        default="none",
+        description="Beyond the paper, off by default: none; variants: the solver also answers rewordings of each "
+        "candidate (its trainer writes them), and the pseudo-label is the answer whose vote shares on every wording "
+        "have the highest harmonic mean (a shared error of one wording loses; no answer under every wording: not "
+        "retained). p1, p2 and the filter's band stay the original votes'.",
+    )
+    check_variants: int = Field(
+        default=1, ge=1, le=8, description="With shared_error_check = variants: rewordings asked per candidate."
+    )
 
 
 class RewardConfig(Section):

@@ -12,6 +12,7 @@ from diagevo.catalog import QuestionGenerated, QuestionScored
 from diagevo.config.sections import MethodConfig
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.filtering import keep
+from diagevo.curriculum.harmony import harmonize
 from diagevo.curriculum.prompts import challenger_messages
 from diagevo.curriculum.votes import votes
 from diagevo.memory.sampler import GenerationRequest
@@ -60,6 +61,9 @@ class Candidate:
     node: str | None = None
     responses: tuple[str, ...] | None = None
     answers: tuple[str | None, ...] | None = None
+    # the answers of the solver to each rewording of the question the trainer wrote (their answer is
+    # the question's): read by the shared-error check (filter.shared_error_check), ignored without it
+    variant_answers: tuple[tuple[str | None, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         """Refuse, naming the argument, what a question cannot be recorded with (a number for a
@@ -74,6 +78,8 @@ class Candidate:
         for name in ("responses", "answers"):
             value = getattr(line, name)
             object.__setattr__(self, name, None if value is None else tuple(value))
+        if line.variant_answers is not None:
+            object.__setattr__(self, "variant_answers", tuple(tuple(v) for v in line.variant_answers))
 
     @classmethod
     def from_json(cls, obj: Mapping[str, object]) -> Candidate:
@@ -91,7 +97,7 @@ class Candidate:
     def from_line(cls, line: CandidateLine) -> Candidate:
         """From a checked line of ``round record``."""
         kept = {name: getattr(line, name) for name in ("active_cause", "mastered_cause", "node")}
-        texts = {name: getattr(line, name) for name in ("responses", "answers")}
+        texts = {name: getattr(line, name) for name in ("responses", "answers", "variant_answers")}
         return cls(line.question_id, line.mode, line.the_text, **kept, **texts)
 
 
@@ -110,6 +116,10 @@ class Scored:
     pseudo_label: str | None
     retained: bool
     reference: str
+    # the shared-error check's verdict, where it ran (filter.shared_error_check)
+    majority_label: str | None = None  # the plain majority, where the check labelled with another answer
+    check_score: float | None = None  # the label's harmonic mean of shares over the wordings (0: doubted)
+    variant_labels: list[str | None] | None = None  # each rewording's own majority answer
 
     def to_json(self) -> dict[str, Json]:
         """The scored question as ``diagevo round record --json`` prints it."""
@@ -233,16 +243,26 @@ class Recorded(list[Scored]):
 
 
 def score(c: Candidate, cfg: MethodConfig) -> Scored:
-    """Votes over the construction answers and the double-confidence filter (Eq. 3)."""
+    """Votes over the construction answers and the double-confidence filter (Eq. 3); with
+    ``filter.shared_error_check = "variants"`` and the candidate's rewordings answered, the label
+    the wordings agree on (:mod:`diagevo.curriculum.harmony`)."""
     if (c.responses is None) == (c.answers is None):
         raise ProtocolError(f"question {c.question_id}: give exactly one of responses and answers")
     answers = list(c.answers) if c.answers is not None else [extract_answer(x) for x in c.responses or ()]
     if not answers:
         raise ProtocolError(f"question {c.question_id}: no construction responses")
     v = votes(answers)
-    retained = v.label is not None and keep(v.p1, v.p2, cfg.filter)
-    ref = v.reference if retained else None  # earliest response of the label's class
-    reference = c.responses[ref] if ref is not None and c.responses is not None else ""
+    label, ref = v.label, v.reference  # ref: the earliest response of the label's class
+    checked = {}
+    wordings = [list(w) for w in c.variant_answers or () if w]
+    if cfg.filter.shared_error_check == "variants" and wordings and v.label is not None:
+        h = harmonize(v, wordings)
+        label, ref = (h.label, h.chosen.indices[0]) if h.chosen is not None else (None, None)
+        checked = {"check_score": h.score, "variant_labels": list(h.variant_labels)}
+        if label != v.label:
+            checked["majority_label"] = v.label
+    retained = label is not None and keep(v.p1, v.p2, cfg.filter)
+    reference = c.responses[ref] if retained and ref is not None and c.responses is not None else ""
     return Scored(
         c.question_id,
         c.text,
@@ -252,7 +272,8 @@ def score(c: Candidate, cfg: MethodConfig) -> Scored:
         len(answers),
         v.p1,
         v.p2,
-        v.label,
+        v.label if label is None else label,  # a doubted question keeps its majority's label, unretained
         retained,
         reference,
+        **checked,
     )

@@ -50,6 +50,10 @@ class CandidateLine(BaseModel):
     node: OptionalId = None
     responses: Texts = None
     answers: Texts = None
+    # the shared-error check's (filter.shared_error_check = "variants"): the answers to each rewording
+    variant_answers: Annotated[
+        list[list[StrictStr | None]] | None, Field(description="a list of lists of strings (one per rewording)")
+    ] = None
     # carried from the request, not used
     active_text: StrictStr | None = None
     mastered_text: StrictStr | None = None

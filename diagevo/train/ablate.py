@@ -29,6 +29,8 @@ VARIANTS: dict[str, list[str]] = {
     "oracle": ['memory.generation="free"', 'solver.reward="true_answer"'],
     # Figure 3c's baseline: pure free exploration with the absolute confidence constraint only
     "pure free, absolute only": ['memory.generation="free"', 'filter.mode="absolute"'],
+    # beyond the paper: full DiagEvo with the shared-error check (the answer stable across rewordings)
+    "shared-error check": ['filter.shared_error_check="variants"'],
     "pure targeted": ['memory.generation="targeted"'],
     "no state updates": ["memory.state_updates=false"],
     "no stitching": ['memory.stitching="none"'],

@@ -100,6 +100,12 @@ class Backend(Protocol):
         answers for the challenger reward)."""
         ...
 
+    def rewordings(self, questions: Sequence[str], count: int, rng: random.Random) -> list[list[str]]:
+        """Up to ``count`` rewordings of each question whose answer is the question's, for the
+        shared-error check (``filter.shared_error_check = "variants"``); a question none can be
+        written for has none. A backend that writes none refuses in one line (:class:`BadInput`)."""
+        ...
+
     def train_solver(
         self,
         questions: Sequence[str],

@@ -33,6 +33,7 @@ from diagevo.catalog import (
     of_type,
 )
 from diagevo.catalog.failure import Failure
+from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.filtering import anchor_count, confident
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
@@ -251,6 +252,8 @@ class Trainer:
 
     def train(self, rounds: int | None = None) -> list[RoundReport]:
         # ``run.started``: a no-op when the run exists (it goes on with the config it holds)
+        if self.cfg.filter.shared_error_check == "variants":  # a backend that writes no rewordings says so first
+            self.backend.rewordings([], self.cfg.filter.check_variants, random.Random(0))
         start_run(self.store, self.run, self.cfg, self.seed, resume="allow", trainer=OUR_TRAINER)
         last = max(committed_rounds(self.store, self.run), default=0)
         total = rounds if rounds is not None else self.cfg.train.rounds
@@ -398,6 +401,7 @@ class Trainer:
         n = self.cfg.grpo.construction_responses
         self.progress("construct", 0, len(candidates))
         responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
+        reworded = self._variant_answers([text for _, text in candidates], n, t)
         scored = rnd.record(
             [
                 Candidate(
@@ -408,14 +412,26 @@ class Trainer:
                     mastered_cause=q.mastered_cause,
                     node=q.node,
                     responses=tuple(resp),
+                    variant_answers=variants,
                 )
-                for (q, text), resp in zip(candidates, responses, strict=True)
+                for (q, text), resp, variants in zip(candidates, responses, reworded, strict=True)
             ]
         )
         for s in scored:
             r.questions[s.question_id] = s.text
             r.scored[s.question_id] = s.event()
         self.progress("construct", len(candidates), len(candidates))
+
+    def _variant_answers(self, texts: list[str], n: int, t: int) -> list[tuple[tuple[str | None, ...], ...] | None]:
+        """The shared-error check's evidence (``filter.shared_error_check = "variants"``): the
+        backend's rewordings of each question, each answered ``n`` times by the solver as the
+        question was; None for every question without the check."""
+        if self.cfg.filter.shared_error_check != "variants":
+            return [None] * len(texts)
+        rewordings = self.backend.rewordings(texts, self.cfg.filter.check_variants, self.rng(t, "variants"))
+        flat = [v for vs in rewordings for v in vs]
+        answered = iter(self.backend.sample(flat, n, self.rng(t, "variant-votes")))
+        return [tuple(tuple(extract_answer(r) for r in next(answered)) for _ in vs) for vs in rewordings]
 
     def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, Any]:
         t = r.t

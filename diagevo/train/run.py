@@ -50,9 +50,9 @@ def make_backend(config: Config) -> Backend:
             'backend "hf" needs the hf extra', Fix(extras=("hf",)), aside=True, then=f": {exc}"
         ) from None
     if config.hf.named_errors == "mini":  # the mini world: its named errors, and its questions' answers
-        from diagevo.train.mini.world import MiniErrors, truth
+        from diagevo.train.mini.world import MiniErrors, truth, variants
 
-        return HFBackend(config, named_errors=MiniErrors(), truth=truth)
+        return HFBackend(config, named_errors=MiniErrors(), truth=truth, rewrite=variants)
     return HFBackend(config)
 
 

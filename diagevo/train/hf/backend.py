@@ -182,14 +182,17 @@ class HFBackend:
         embedder: Embedder | None = None,
         named_errors: NamedErrors | None = None,
         truth: Callable[[str], Truth | None] | None = None,
+        rewrite: Callable[[str, int, random.Random], list[str]] | None = None,
     ) -> None:
         """``named_errors``: the world's named errors the heuristic diagnostician words failures
         by (:func:`diagevo.train.run.make_backend` gives the mini world's for ``hf.named_errors =
         "mini"``); None: by where a failure departs from its reference. ``truth``: the world's
-        answers to its questions, where it knows them (the mini world's); None: unknown."""
+        answers to its questions, where it knows them (the mini world's); None: unknown. ``rewrite``:
+        the world's answer-preserving rewordings of a question (the shared-error check's); None: none."""
         quiet_libraries()
         self.named_errors = named_errors
         self._truth = truth
+        self._rewrite = rewrite
         if config.hf.torch_threads is not None:
             import torch
 
@@ -579,6 +582,15 @@ class HFBackend:
 
     def truth(self, question: str) -> Truth | None:
         return self._truth(question) if self._truth is not None else None
+
+    def rewordings(self, questions: Sequence[str], count: int, rng: random.Random) -> list[list[str]]:
+        """The world's rewordings (the mini world's answer-preserving rewrites), where it has them."""
+        if self._rewrite is None:
+            raise BadInput(
+                'filter.shared_error_check = "variants" needs rewordings of the questions: the mini world writes them '
+                '(hf.named_errors = "mini"); for other models, record candidates with variant_answers from your trainer'
+            )
+        return [self._rewrite(q, count, rng) for q in questions]
 
     # ------------------------------------------------------------------ diagnosis
 

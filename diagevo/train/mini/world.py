@@ -130,6 +130,30 @@ def answer(q: str) -> str:
     return str({"+": a + b, "-": a - b, "*": a * b, "%": a % b if b else 0}[op])
 
 
+def variants(question: str, count: int, rng: random.Random) -> list[str]:
+    """Up to ``count`` distinct rewordings of a question with its answer, drawn uniformly from the
+    world's answer-preserving rewrites: a sum's operands shifted in opposite directions, a
+    difference's in the same one, a remainder's dividend by a multiple of the divisor (operands
+    kept two-digit). None for a product (no rewrite of it stays a question of the world) or a
+    text that is no question. What the shared-error check asks (``filter.shared_error_check``),
+    as a challenger would reword a question; the draw never looks at which skill is weak, so a
+    shift adds a carry as often as it removes one."""
+    p = parse(question)
+    if p is None:
+        return []
+    a, op, b = p
+    two_digit = range(10, 100)
+    if op == "+":
+        pairs = [(a + k, b - k) for k in range(-89, 90) if k and a + k in two_digit and b - k in two_digit]
+    elif op == "-":
+        pairs = [(a + k, b + k) for k in range(-89, 90) if k and a + k in two_digit and b + k in two_digit]
+    elif op == "%" and b > 1:
+        pairs = [(a + b * j, b) for j in range(-49, 50) if j and a + b * j in two_digit]
+    else:
+        return []
+    return [f"{x}{op}{y}=" for x, y in rng.sample(pairs, min(count, len(pairs)))]
+
+
 def _integer(text: str) -> int | None:
     try:
         return int(text.strip())

@@ -276,6 +276,13 @@ class SimBackend:
             shared.append(self.registry.question(spec))
         return heldout, validation, shared
 
+    def rewordings(self, questions: Sequence[str], count: int, rng: random.Random) -> list[list[str]]:
+        """The simulator writes no rewordings: its solver's errors are drawn per question spec."""
+        raise BadInput(
+            'filter.shared_error_check = "variants" needs rewordings of the questions, which the simulator does not '
+            "write: run it on the mini world (configs/mini-cpu.toml)"
+        )
+
     def evaluate(self, rng: random.Random) -> dict[str, float]:
         heldout, validation, shared = self._eval_sets
         k = self.params.eval_samples

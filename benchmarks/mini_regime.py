@@ -1,0 +1,115 @@
+"""The mini world's ablation cells, in an order fixed before any result, trained a few at a time and
+gathered into a cells file after each part: an ablation of many hours outlives the session (or
+machine) that runs it, and this script, run again anywhere the pair builds the same, trains only the
+cells the cells file and the log do not hold finished.
+
+    python benchmarks/mini_regime.py --pair models/mini-labels --steps 2400 \\
+        --out ablation/mini-labels.db --cells docs/data/mini-labels-cells.json
+    python benchmarks/mini_regime.py --pair models/mini --out ablation/mini.db \\
+        --cells docs/data/mini-ablation-cells.json --arm "shared-error check" --seeds 5
+
+Without ``--arm`` the order is the paper's label regime's (docs/how-to/mini-world.md): for each seed
+in turn, the primary outcome's two arms (full DiagEvo, no memory), Figure 3(c)'s other two settings
+(pure free with the absolute constraint only, for the first three seeds; the memory with it), the
+oracle (the precondition), the frozen challenger, and the shared-error check. ``--rounds-first 1``
+trains round 1 of every cell of the part first (what the world is chosen by, and the check's
+retained-label figures), then the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DIAGEVO = [sys.executable, "-c", "import sys; from diagevo.cli.app import main; sys.exit(main())"]
+ORDER = (
+    "full",
+    "pure free",
+    "pure free, absolute only",
+    "absolute only",
+    "oracle",
+    "frozen challenger",
+    "shared-error check",
+)
+FIGURE_3C_SEEDS = 3  # Figure 3(c)'s baseline setting runs on the first three seeds only
+
+
+def _table():  # noqa: ANN202 (the sibling script, imported from its path)
+    spec = importlib.util.spec_from_file_location("ablation_table", ROOT / "benchmarks" / "ablation_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def cells(arms: list[str], seeds: int) -> list[tuple[int, str]]:
+    """(seed, arm) in the order they train: seed by seed, arms in ``arms``' order."""
+    return [
+        (s, a) for s in range(seeds) for a in arms if not (a == "pure free, absolute only" and s >= FIGURE_3C_SEEDS)
+    ]
+
+
+def finished(cells_file: Path, db: Path, pair: Path, rounds: int) -> set[tuple[int, str]]:
+    """The (seed, arm) cells the log or the cells file holds to ``rounds``."""
+    table = _table()
+    start = table.pair_accuracy(str(pair))[1]
+    rows = table.read_rounds([f"sqlite:///{db}"]) if db.is_file() else []
+    if cells_file.is_file():
+        rows = table.merged(rows, table.load_cells(str(cells_file), start))
+    return {(r.seed, r.arm) for r in rows if r.round >= rounds}
+
+
+def gather(cells_file: Path, db: Path, pair: Path) -> None:
+    """Every finished round of the log's cells and the file's, back into the cells file."""
+    table = _table()
+    start = table.pair_accuracy(str(pair))[1]
+    rows = table.read_rounds([f"sqlite:///{db}"]) if db.is_file() else []
+    if cells_file.is_file():
+        rows = table.merged(rows, table.load_cells(str(cells_file), start))
+    table.save_cells(str(cells_file), rows, start)
+
+
+def train(pair: Path, db: Path, seed: int, arms: list[str], rounds: int, jobs: int, config: str) -> None:
+    models = [f'challenger.model="{pair / "challenger"}"', f'solver.model="{pair / "solver"}"']
+    cmd = [*DIAGEVO, "ablate", "--config", config, "--rounds", str(rounds)]
+    cmd += [x for m in models for x in ("--set", m)] + ["--seed", str(seed), "--jobs", str(jobs), "--out", str(db)]
+    cmd += [x for a in arms for x in ("--variant", a)]
+    print("diagevo " + " ".join(json.dumps(c) if " " in c else c for c in cmd[len(DIAGEVO) :]), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pair", type=Path, required=True, help="the pair's directory (built with --steps if absent)")
+    ap.add_argument("--steps", type=int, help="diagevo models mini --steps, to build the pair where it is absent")
+    ap.add_argument("--out", type=Path, required=True, help="the ablation's SQLite log")
+    ap.add_argument("--cells", type=Path, required=True, help="the cells file (read, then written after each part)")
+    ap.add_argument("--arm", action="append", help="only these arms (default: every arm, in ORDER)")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds-first", type=int, default=0, help="train every cell to this round first")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--config", default=str(ROOT / "configs" / "mini-cpu.toml"))
+    args = ap.parse_args()
+    if not (args.pair / "mini.json").is_file():
+        steps = ["--steps", str(args.steps)] if args.steps else []
+        subprocess.run([*DIAGEVO, "models", "mini", *steps, "--out", str(args.pair)], check=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    todo = cells(args.arm or list(ORDER), args.seeds)
+    for rounds in [r for r in (args.rounds_first, args.rounds) if r]:
+        done = finished(args.cells, args.out, args.pair, rounds)
+        for seed in range(args.seeds):
+            missing = [a for s, a in todo if s == seed and (s, a) not in done]
+            for i in range(0, len(missing), args.jobs):
+                train(args.pair, args.out, seed, missing[i : i + args.jobs], rounds, args.jobs, args.config)
+                gather(args.cells, args.out, args.pair)
+
+
+if __name__ == "__main__":
+    main()
