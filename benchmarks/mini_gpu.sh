@@ -5,8 +5,11 @@
 #
 #   bash benchmarks/mini_gpu.sh                       # on the GPU machine: cuda, 8 seeds, 8 cells at a time
 #   DEVICE=cpu SEEDS=1 JOBS=2 DRY=1 bash benchmarks/mini_gpu.sh   # the CPU dry run: tiny sizes, minutes
+#   STEPS=2400 ARMS="full;pure free;pure free, absolute only;absolute only;oracle;frozen challenger;shared-error check" \
+#     OUT=build/mini-regime bash benchmarks/mini_gpu.sh    # the paper's label regime (docs/how-to/mini-world.md)
 #
-# DEVICE (cuda), SEEDS (8), JOBS (8), ROUNDS (5), ARMS (the four), OUT (build/mini-gpu), DRY (unset: the
+# DEVICE (cuda), SEEDS (8), JOBS (8), ROUNDS (5), ARMS (the four), OUT (build/mini-gpu), STEPS (the pair's
+# warm-up steps: unset, the pinned 1,600; 2400, the paper's label regime), DRY (unset: the
 # config's sizes; 1: a 100-step pair and rounds of a few steps, to check the command end to end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +22,7 @@ PY=${PY:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 mkdir -p "$OUT"
 small=()
 steps=()
+[ -n "${STEPS:-}" ] && steps=(--steps "$STEPS")
 if [ -n "${DRY:-}" ]; then
   steps=(--steps 100)
   small=(--set train.curriculum_questions=64 --set train.challenger_questions=8 --set challenger.batch_size=8

@@ -3,8 +3,9 @@ gathered into a cells file after each part: an ablation of many hours outlives t
 machine) that runs it, and this script, run again anywhere the pair builds the same, trains only the
 cells the cells file and the log do not hold finished.
 
-    python benchmarks/mini_regime.py --pair models/mini-labels --steps 2400 \\
-        --out ablation/mini-labels.db --cells docs/data/mini-labels-cells.json
+    python benchmarks/mini_regime.py --pair models/mini-regime --steps 2400 \\
+        --carried benchmarks/data/mini-regime-pair.tar.gz \\
+        --out ablation/mini-regime.db --cells docs/data/mini-regime-cells.json
     python benchmarks/mini_regime.py --pair models/mini --out ablation/mini.db \\
         --cells docs/data/mini-ablation-cells.json --arm "shared-error check" --seeds 5
 
@@ -14,6 +15,11 @@ in turn, the primary outcome's two arms (full DiagEvo, no memory), Figure 3(c)'s
 oracle (the precondition), the frozen challenger, and the shared-error check. ``--rounds-first 1``
 trains round 1 of every cell of the part first (what the world is chosen by, and the check's
 retained-label figures), then the rest.
+
+The pair is built where it is absent (``--steps``), or, with ``--carried``, unpacked from the archive
+of the pair the cells file's cells started from: ``diagevo models mini`` builds another pair on an
+Intel processor than on an AMD one (docs/how-to/mini-world.md), and a cells file refuses rounds of
+another pair, so the pair travels with its cells.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,10 +91,23 @@ def train(pair: Path, db: Path, seed: int, arms: list[str], rounds: int, jobs: i
     subprocess.run(cmd, check=True)
 
 
+def unpack(archive: Path, pair: Path) -> None:
+    """The carried pair's one folder, unpacked as ``pair`` (plain files and folders only)."""
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        tops = {Path(m.name).parts[0] for m in members}
+        if len(tops) != 1 or any(not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts for m in members):
+            raise SystemExit(f"{archive}: not one folder of plain files")
+        pair.parent.mkdir(parents=True, exist_ok=True)
+        tar.extractall(pair.parent, filter="data")
+    (pair.parent / tops.pop()).rename(pair)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", type=Path, required=True, help="the pair's directory (built with --steps if absent)")
     ap.add_argument("--steps", type=int, help="diagevo models mini --steps, to build the pair where it is absent")
+    ap.add_argument("--carried", type=Path, help="a .tar.gz of the pair (one folder), unpacked where it is absent")
     ap.add_argument("--out", type=Path, required=True, help="the ablation's SQLite log")
     ap.add_argument("--cells", type=Path, required=True, help="the cells file (read, then written after each part)")
     ap.add_argument("--arm", action="append", help="only these arms (default: every arm, in ORDER)")
@@ -97,6 +117,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--config", default=str(ROOT / "configs" / "mini-cpu.toml"))
     args = ap.parse_args()
+    if not (args.pair / "mini.json").is_file() and args.carried:
+        unpack(args.carried, args.pair)
     if not (args.pair / "mini.json").is_file():
         steps = ["--steps", str(args.steps)] if args.steps else []
         subprocess.run([*DIAGEVO, "models", "mini", *steps, "--out", str(args.pair)], check=True)

@@ -89,3 +89,15 @@ def test_figure_3c_is_each_setting_s_shared_label_accuracy_by_round_beside_the_p
     assert full.endswith("| 1 | 75.0 ± 0.0 % | – | – | 75 % |")
     assert len(lines) == 4 and "oracle" not in "".join(lines)
     assert "shared labels right" in table.mini_tables(rows, None)
+
+
+def test_the_regime_s_cells_train_seed_by_seed_in_the_order_fixed_before_any_result() -> None:
+    spec = importlib.util.spec_from_file_location("mini_regime", SCRIPT.with_name("mini_regime.py"))
+    assert spec is not None and spec.loader is not None
+    regime = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regime)
+    order = regime.cells(list(regime.ORDER), 4)
+    assert order[:2] == [(0, "full"), (0, "pure free")]  # the primary outcome's arms first
+    assert [a for s, a in order if s == 3] == [a for a in regime.ORDER if a != "pure free, absolute only"]
+    assert [s for s, a in order if a == "pure free, absolute only"] == [0, 1, 2]  # Figure 3(c)'s three seeds
+    assert [s for s, _ in order] == sorted(s for s, _ in order)
