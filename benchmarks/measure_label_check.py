@@ -1,7 +1,11 @@
 """What the shared-error check (``filter.shared_error_check = "variants"``) did to a round's labels,
 beside the arms without it: per ablation cell and round, the questions retained, the share of them
 whose pseudo-label is right (the world's truth), the questions the check relabelled and doubted, and
-the pseudo-label accuracy on the shared questions (Figure 3(c)).
+the pseudo-label accuracy on the shared questions (Figure 3(c)). For a cell with the check, the same
+candidates read three ways: the plain majority on the questions the filter alone keeps (the method
+without the check), the check's labels on the questions it keeps, and a control that keeps as many
+of the filter's questions as the check does, dropping the least confident (lowest p1) first: does
+the check do more than keep fewer, surer questions?
 
     python benchmarks/measure_label_check.py --log sqlite:///ablation/mini-regime.db --round 1
 
@@ -17,9 +21,35 @@ import statistics
 from collections import defaultdict
 
 from diagevo.catalog import QuestionGenerated, QuestionScored, RoundCommitted
+from diagevo.config.sections import FilterConfig
 from diagevo.curriculum.equivalence import agrees
+from diagevo.curriculum.filtering import keep
 from diagevo.log import open_log
+from diagevo.rounds.runs import run_config
 from diagevo.train.mini.world import truth
+
+
+def _right(label: str | None, text: str) -> bool | None:
+    known = truth(text)
+    return None if known is None else label is not None and agrees(label, known.answer)
+
+
+def _share(oks: list[bool | None]) -> float | None:
+    known = [ok for ok in oks if ok is not None]
+    return sum(known) / len(known) if known else None
+
+
+def readings(scored: list[QuestionScored], texts: dict[str, str], rule: FilterConfig) -> dict[str, object]:
+    """The check's cell read three ways (the module docstring): without it, with it, the control."""
+    plain = [s for s in scored if (s.majority_label or s.pseudo_label) is not None and keep(s.p1, s.p2, rule)]
+    checked = [s for s in scored if s.retained]
+    surest = sorted(plain, key=lambda s: -s.p1)[: len(checked)]
+    majority = lambda s: s.majority_label or s.pseudo_label  # noqa: E731
+    return {
+        "without_check": (len(plain), _share([_right(majority(s), texts[s.question_id]) for s in plain])),
+        "with_check": (len(checked), _share([_right(s.pseudo_label, texts[s.question_id]) for s in checked])),
+        "control_surest": (len(surest), _share([_right(majority(s), texts[s.question_id]) for s in surest])),
+    }
 
 
 def cell_figures(db: str, at_round: int) -> list[dict[str, object]]:
@@ -42,8 +72,9 @@ def cell_figures(db: str, at_round: int) -> list[dict[str, object]]:
                 elif isinstance(e.event, RoundCommitted):
                     shared = e.event.pseudo_label_acc
             kept = [s for s in scored if s.retained]
-            known = [(s, k) for s in kept if (k := truth(texts[s.question_id])) is not None]
-            right = [s.pseudo_label is not None and agrees(s.pseudo_label, k.answer) for s, k in known]
+            right = [ok for s in kept if (ok := _right(s.pseudo_label, texts[s.question_id])) is not None]
+            rule = run_config(store, run).filter
+            checked = rule.shared_error_check == "variants"
             out.append(
                 {
                     "arm": parts[2],
@@ -55,6 +86,7 @@ def cell_figures(db: str, at_round: int) -> list[dict[str, object]]:
                     "relabelled": sum(1 for s in scored if s.majority_label is not None),
                     "doubted": sum(1 for s in scored if s.check_score == 0.0),
                     "shared_label_acc": shared,
+                    **(readings(scored, texts, rule) if checked else {}),
                 }
             )
     return out
@@ -82,6 +114,13 @@ def main() -> None:
             f"{'–' if right is None else f'{right:.3f}'} | {r['relabelled']} | {r['doubted']} | "
             f"{'–' if shared is None else f'{shared:.3f}'} |"
         )
+    checks = [r for r in rows if "with_check" in r]
+    if checks:
+        print("\n| cell | without the check: retained, labels right | with it | control: as many, surest first |")
+        print("|---|---|---|---|")
+        for r in checks:
+            cols = [r[k] for k in ("without_check", "with_check", "control_surest")]
+            print(f"| {r['arm']} s{r['seed']} | " + " | ".join(f"{n}, {a:.3f}" for n, a in cols) + " |")  # type: ignore[misc]
     for arm, cells in sorted(by_arm.items()):
         right = [float(c["kept_labels_right"]) for c in cells if c["kept_labels_right"] is not None]  # type: ignore[arg-type]
         kept = [float(c["retained"]) for c in cells]  # type: ignore[arg-type]
