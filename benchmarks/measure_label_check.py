@@ -41,7 +41,7 @@ def _share(oks: list[bool | None]) -> float | None:
 
 def readings(scored: list[QuestionScored], texts: dict[str, str], rule: FilterConfig) -> dict[str, object]:
     """The check's cell read three ways (the module docstring): without it, with it, the control."""
-    plain = [s for s in scored if (s.majority_label or s.pseudo_label) is not None and keep(s.p1, s.p2, rule)]
+    plain = [s for s in scored if s.pseudo_label is not None and keep(s.p1, s.p2, rule)]
     checked = [s for s in scored if s.retained]
     surest = sorted(plain, key=lambda s: -s.p1)[: len(checked)]
     majority = lambda s: s.majority_label or s.pseudo_label  # noqa: E731
@@ -77,13 +77,14 @@ def cell_figures(db: str, at_round: int) -> list[dict[str, object]]:
             checked = rule.shared_error_check == "variants"
             out.append(
                 {
+                    "log": db.rsplit("/", 1)[-1],
                     "arm": parts[2],
                     "seed": int(parts[3].removeprefix("s")),
                     "round": at_round,
                     "candidates": len(scored),
                     "retained": len(kept),
                     "kept_labels_right": sum(right) / len(right) if right else None,
-                    "relabelled": sum(1 for s in scored if s.majority_label is not None),
+                    "relabelled": sum(1 for s in scored if s.majority_label not in (None, s.pseudo_label)),
                     "doubted": sum(1 for s in scored if s.check_score == 0.0),
                     "shared_label_acc": shared,
                     **(readings(scored, texts, rule) if checked else {}),
@@ -103,14 +104,16 @@ def main() -> None:
         for row in rows:
             print(json.dumps(row))
         return
-    print("| arm | seed | candidates | retained | kept labels right | relabelled | doubted | shared labels right |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| log | arm | seed | candidates | retained | kept labels right | relabelled | doubted | shared labels right |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     by_arm: dict[str, list[dict[str, object]]] = defaultdict(list)
     for r in rows:
-        by_arm[str(r["arm"])].append(r)
+        by_arm[f"{r['log']}: {r['arm']}"].append(r)
         right, shared = r["kept_labels_right"], r["shared_label_acc"]
         print(
-            f"| {r['arm']} | {r['seed']} | {r['candidates']} | {r['retained']} | "
+            f"| {r['log']} | {r['arm']} | {r['seed']} | {r['candidates']} | {r['retained']} | "
             f"{'–' if right is None else f'{right:.3f}'} | {r['relabelled']} | {r['doubted']} | "
             f"{'–' if shared is None else f'{shared:.3f}'} |"
         )
@@ -120,7 +123,7 @@ def main() -> None:
         print("|---|---|---|---|")
         for r in checks:
             cols = [r[k] for k in ("without_check", "with_check", "control_surest")]
-            print(f"| {r['arm']} s{r['seed']} | " + " | ".join(f"{n}, {a:.3f}" for n, a in cols) + " |")  # type: ignore[misc]
+            print(f"| {r['log']}: {r['arm']} s{r['seed']} | " + " | ".join(f"{n}, {a:.3f}" for n, a in cols) + " |")  # type: ignore[misc]
     for arm, cells in sorted(by_arm.items()):
         right = [float(c["kept_labels_right"]) for c in cells if c["kept_labels_right"] is not None]  # type: ignore[arg-type]
         kept = [float(c["retained"]) for c in cells]  # type: ignore[arg-type]

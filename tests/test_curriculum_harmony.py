@@ -70,6 +70,7 @@ def test_the_round_protocol_labels_with_the_check_and_records_its_verdict() -> N
     # no answer under every wording: recorded, not retained
     doubted = score(Candidate("q3", "free", "47+38=", answers=SHARED_ERROR, variant_answers=(("12",) * 8,)), config())
     assert (doubted.pseudo_label, doubted.retained, doubted.check_score) == ("75", False, 0.0)
+    assert doubted.majority_label is None  # its label is its majority's: nothing relabelled
 
 
 def test_a_reference_follows_the_label_the_check_chose() -> None:

@@ -259,7 +259,7 @@ def score(c: Candidate, cfg: MethodConfig) -> Scored:
         h = harmonize(v, wordings)
         label, ref = (h.label, h.chosen.indices[0]) if h.chosen is not None else (None, None)
         checked = {"check_score": h.score, "variant_labels": list(h.variant_labels)}
-        if label != v.label:
+        if label is not None and label != v.label:  # relabelled (a doubted question keeps its majority's)
             checked["majority_label"] = v.label
     retained = label is not None and keep(v.p1, v.p2, cfg.filter)
     reference = c.responses[ref] if retained and ref is not None and c.responses is not None else ""
