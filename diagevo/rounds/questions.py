@@ -253,14 +253,16 @@ def score(c: Candidate, cfg: MethodConfig) -> Scored:
         raise ProtocolError(f"question {c.question_id}: no construction responses")
     v = votes(answers)
     label, ref = v.label, v.reference  # ref: the earliest response of the label's class
-    checked = {}
+    majority: str | None = None
+    score_of: float | None = None
+    variant_labels: list[str | None] | None = None
     wordings = [list(w) for w in c.variant_answers or () if w]
     if cfg.filter.shared_error_check == "variants" and wordings and v.label is not None:
         h = harmonize(v, wordings)
         label, ref = (h.label, h.chosen.indices[0]) if h.chosen is not None else (None, None)
-        checked = {"check_score": h.score, "variant_labels": list(h.variant_labels)}
+        score_of, variant_labels = h.score, list(h.variant_labels)
         if label is not None and label != v.label:  # relabelled (a doubted question keeps its majority's)
-            checked["majority_label"] = v.label
+            majority = v.label
     retained = label is not None and keep(v.p1, v.p2, cfg.filter)
     reference = c.responses[ref] if retained and ref is not None and c.responses is not None else ""
     return Scored(
@@ -275,5 +277,7 @@ def score(c: Candidate, cfg: MethodConfig) -> Scored:
         v.label if label is None else label,  # a doubted question keeps its majority's label, unretained
         retained,
         reference,
-        **checked,
+        majority,
+        score_of,
+        variant_labels,
     )
