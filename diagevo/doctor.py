@@ -437,17 +437,18 @@ def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]
 
 
 def check_rewordings(cfg: Config) -> list[Check]:
-    """The shared-error check (``filter.shared_error_check = "variants"``) asks the world for
-    rewordings of its questions: the mini world writes them, the simulator and other models do not
-    (their trainers record candidates with ``variant_answers`` through the round protocol)."""
+    """The shared-error check (``filter.shared_error_check = "variants"``) asks for rewordings of
+    the questions: the mini world writes them, on real models the challenger does; the simulator
+    writes none (its trainers may record candidates with ``variant_answers`` through the round
+    protocol)."""
     if cfg.filter.shared_error_check != "variants":
         return []
-    if cfg.train.backend == "hf" and cfg.hf.named_errors == "mini":
-        return [Check("rewordings", "ok", "the mini world rewords its questions", asked=True)]
-    world = "the simulator" if cfg.train.backend == "sim" else 'the hf backend without hf.named_errors = "mini"'
+    if cfg.train.backend == "hf":
+        who = "the mini world" if cfg.hf.named_errors == "mini" else "the challenger"
+        return [Check("rewordings", "ok", f"{who} rewords the questions", asked=True)]
     said = (
-        f'filter.shared_error_check = "variants" needs rewordings of the questions, which {world} does not write: '
-        "run it on the mini world (configs/mini-cpu.toml)"
+        'filter.shared_error_check = "variants" needs rewordings of the questions, which the simulator does not '
+        "write: run it on the hf backend (the mini world: configs/mini-cpu.toml)"
     )
     return [Check("rewordings", "missing", said, Fix.of(Override("filter.shared_error_check", "none")), True)]
 

@@ -136,3 +136,14 @@ def test_a_backend_that_writes_no_rewordings_refuses_before_any_round(
     assert code == 2 and "not ready: rewordings" in err and "the simulator does not write" in err
     code, out, err = run_cli(capsys, "runs", "--db", db, "--json")
     assert code != 0 or json.loads(out)["runs"] == []  # nothing of the run was written
+
+
+def test_the_challenger_is_asked_to_reword_a_question_in_its_own_format() -> None:
+    """On real models the challenger writes the rewordings: its own system message (one
+    ``<question>`` block), and the question to reword as the user message's last paragraph."""
+    from diagevo.curriculum.prompts import CHALLENGER_SYSTEM, reword_messages
+
+    system, user = reword_messages("What is {x}? 47+38")
+    assert system == {"role": "system", "content": CHALLENGER_SYSTEM}
+    assert user["role"] == "user" and user["content"].endswith("\n\nWhat is {x}? 47+38")  # braces stay text
+    assert "answer is exactly the same" in user["content"]

@@ -13,7 +13,7 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded, PhaseCompleted, of_type
+from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded, PhaseCompleted, QuestionScored, of_type
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.diagnosis.heuristic import MODEL as HEURISTIC  # noqa: E402
 from diagevo.generation import Sampling, make_engine  # noqa: E402
@@ -212,3 +212,25 @@ def test_eval_run_scores_each_rounds_solver(tiny_round, tiny_dir: Path, capsys: 
     assert [(e.round, e.event.benchmark, e.event.model) for e in evals] == [
         (r["round"], "math500", r["model"]) for r in results
     ]
+
+
+def test_on_real_models_the_challenger_writes_the_rewordings_of_a_round(tiny_dir: Path, tmp_path: Path) -> None:
+    """A round of the tiny pair with the shared-error check: the challenger's [reword] samples,
+    parsed as its questions are, give the check its evidence, and every labelled question's verdict
+    is in ``question.scored`` (a rewording the tiny challenger could not write leaves the check
+    abstaining on its question)."""
+    import random
+
+    cfg = tiny_config(tiny_dir, tmp_path, 'filter.shared_error_check="variants"', "filter.check_variants=2")
+    backend = HFBackend(cfg)
+    asked = ["What is 3 + 7?", "A train travels 60 km in 1.5 hours. What is its speed?"]
+    got = backend.rewordings(asked, 2, random.Random(0))
+    assert len(got) == 2 and all(len(r) <= 2 for r in got)
+    assert all(isinstance(t, str) and t.strip() and t.strip() != q for q, r in zip(asked, got) for t in r)
+    assert got == HFBackend(cfg).rewordings(asked, 2, random.Random(0))  # seeded as every sample
+    with open_log(f"sqlite:///{tmp_path / 'c.db'}", create=True) as store:
+        run, _ = train(cfg, store, backend=backend, rounds=1)
+        scored = [e.event for e in store.read(run, types=(QuestionScored,))]
+    assert scored
+    checked = [s for s in scored if s.check_score is not None]
+    assert all(s.variant_labels is not None and 1 <= len(s.variant_labels) <= 2 for s in checked)

@@ -42,6 +42,15 @@ def challenger_user_message(request: GenerationRequest) -> str:
     raise ValueError(f"unknown generation mode {request.mode!r}")
 
 
+def reword_messages(question: str) -> list[dict[str, str]]:
+    """The challenger's messages asking it to reword ``question`` with its answer unchanged (the
+    shared-error check's, beyond the paper): its system message, and ``prompts.toml``'s [reword]."""
+    return [
+        {"role": "system", "content": CHALLENGER_SYSTEM},
+        {"role": "user", "content": PROMPTS["reword"]["user"].format(question=question)},
+    ]
+
+
 def challenger_messages(request: GenerationRequest) -> list[dict[str, str]]:
     """OpenAI chat messages for one challenger generation: the shared system message and the
     mode's user message."""

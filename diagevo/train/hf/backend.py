@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from diagevo.config.sections import Role
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
-from diagevo.curriculum.prompts import challenger_messages, solver_messages
+from diagevo.curriculum.prompts import challenger_messages, parse_question, reword_messages, solver_messages
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
@@ -584,13 +584,19 @@ class HFBackend:
         return self._truth(question) if self._truth is not None else None
 
     def rewordings(self, questions: Sequence[str], count: int, rng: random.Random) -> list[list[str]]:
-        """The world's rewordings (the mini world's answer-preserving rewrites), where it has them."""
-        if self._rewrite is None:
-            raise BadInput(
-                'filter.shared_error_check = "variants" needs rewordings of the questions: the mini world writes them '
-                '(hf.named_errors = "mini"); for other models, record candidates with variant_answers from your trainer'
-            )
-        return [self._rewrite(q, count, rng) for q in questions]
+        """The world's rewordings where it writes them (the mini world's answer-preserving
+        rewrites); else the challenger's: ``count`` samples of the [reword] prompt a question, each
+        its ``<question>`` block, those that fail to parse or repeat the question left out."""
+        if self._rewrite is not None:
+            return [self._rewrite(q, count, rng) for q in questions]
+        if not questions:
+            return []
+        prompts = [reword_messages(q) for q in questions]
+        outs = self._generate("challenger", prompts, self._sampling(count, rng, self.config.challenger.max_new_tokens))
+        return [
+            list(dict.fromkeys(t for o in out if (t := parse_question(o)) is not None and t.strip() != q.strip()))
+            for q, out in zip(questions, outs, strict=True)
+        ]
 
     # ------------------------------------------------------------------ diagnosis
 
