@@ -82,13 +82,20 @@ def gather(cells_file: Path, db: Path, pair: Path) -> None:
     table.save_cells(str(cells_file), rows, start)
 
 
-def train(pair: Path, db: Path, seed: int, arms: list[str], rounds: int, jobs: int, config: str) -> None:
+def train(pair: Path, db: Path, batch: list[tuple[int, str]], rounds: int, config: str) -> None:
+    """Each (seed, arm) cell of ``batch`` in a ``diagevo ablate`` process of its own, all at once
+    against the one log (a run's lease keeps two processes off one cell); an error of any is the
+    script's, once the others have finished."""
     models = [f'challenger.model="{pair / "challenger"}"', f'solver.model="{pair / "solver"}"']
-    cmd = [*DIAGEVO, "ablate", "--config", config, "--rounds", str(rounds)]
-    cmd += [x for m in models for x in ("--set", m)] + ["--seed", str(seed), "--jobs", str(jobs), "--out", str(db)]
-    cmd += [x for a in arms for x in ("--variant", a)]
-    print("diagevo " + " ".join(json.dumps(c) if " " in c else c for c in cmd[len(DIAGEVO) :]), flush=True)
-    subprocess.run(cmd, check=True)
+    running = []
+    for seed, arm in batch:
+        cmd = [*DIAGEVO, "ablate", "--config", config, "--rounds", str(rounds), "--out", str(db)]
+        cmd += [x for m in models for x in ("--set", m)] + ["--seed", str(seed), "--variant", arm]
+        print("diagevo " + " ".join(json.dumps(c) if " " in c else c for c in cmd[len(DIAGEVO) :]), flush=True)
+        running.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
+    failed = [p.args for p in running if p.wait() != 0]
+    if failed:
+        raise SystemExit(f"{len(failed)} cell(s) failed: {failed}")
 
 
 def unpack(archive: Path, pair: Path) -> None:
@@ -126,11 +133,10 @@ def main() -> None:
     todo = cells(args.arm or list(ORDER), args.seeds)
     for rounds in [r for r in (args.rounds_first, args.rounds) if r]:
         done = finished(args.cells, args.out, args.pair, rounds)
-        for seed in range(args.seeds):
-            missing = [a for s, a in todo if s == seed and (s, a) not in done]
-            for i in range(0, len(missing), args.jobs):
-                train(args.pair, args.out, seed, missing[i : i + args.jobs], rounds, args.jobs, args.config)
-                gather(args.cells, args.out, args.pair)
+        missing = [cell for cell in todo if cell not in done]
+        for i in range(0, len(missing), args.jobs):  # the next JOBS cells in the order, whatever their seeds
+            train(args.pair, args.out, missing[i : i + args.jobs], rounds, args.config)
+            gather(args.cells, args.out, args.pair)
 
 
 if __name__ == "__main__":

@@ -91,13 +91,38 @@ def test_figure_3c_is_each_setting_s_shared_label_accuracy_by_round_beside_the_p
     assert "shared labels right" in table.mini_tables(rows, None)
 
 
-def test_the_regime_s_cells_train_seed_by_seed_in_the_order_fixed_before_any_result() -> None:
+def _regime():  # noqa: ANN202 (the script, imported from its path)
     spec = importlib.util.spec_from_file_location("mini_regime", SCRIPT.with_name("mini_regime.py"))
     assert spec is not None and spec.loader is not None
     regime = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(regime)
+    return regime
+
+
+def test_the_regime_s_cells_train_seed_by_seed_in_the_order_fixed_before_any_result() -> None:
+    regime = _regime()
     order = regime.cells(list(regime.ORDER), 4)
     assert order[:2] == [(0, "full"), (0, "pure free")]  # the primary outcome's arms first
     assert [a for s, a in order if s == 3] == [a for a in regime.ORDER if a != "pure free, absolute only"]
     assert [s for s, a in order if a == "pure free, absolute only"] == [0, 1, 2]  # Figure 3(c)'s three seeds
     assert [s for s, _ in order] == sorted(s for s, _ in order)
+
+
+def test_the_regime_trains_the_missing_cells_jobs_at_a_time_and_gathers_after_each_part(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    regime = _regime()
+    (tmp_path / "pair").mkdir()
+    (tmp_path / "pair" / "mini.json").write_text("{}")
+    batches: list[list[tuple[int, str]]] = []
+    gathered: list[int] = []
+    monkeypatch.setattr(regime, "finished", lambda *a: {(0, "full"), (0, "oracle")})
+    monkeypatch.setattr(regime, "train", lambda pair, db, batch, rounds, config: batches.append(batch))
+    monkeypatch.setattr(regime, "gather", lambda *a: gathered.append(len(batches)))
+    argv = ["mini_regime.py", "--pair", str(tmp_path / "pair"), "--out", str(tmp_path / "a.db")]
+    argv += ["--cells", str(tmp_path / "c.json"), "--arm", "full", "--arm", "pure free", "--arm", "oracle"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--seeds", "2", "--jobs", "2"])
+    regime.main()
+    # seed 0's finished cells are skipped; the next two cells share a part across the seeds
+    assert batches == [[(0, "pure free"), (1, "full")], [(1, "pure free"), (1, "oracle")]]
+    assert gathered == [1, 2]
