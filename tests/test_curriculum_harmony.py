@@ -13,6 +13,7 @@ import pytest
 from diagevo.catalog import QuestionScored
 from diagevo.curriculum.harmony import harmonize, share_of
 from diagevo.curriculum.votes import votes
+from diagevo.rounds.protocol import ProtocolError
 from diagevo.rounds.questions import Candidate, score
 from diagevo.train.config import load_config
 from diagevo.train.mini import world
@@ -48,7 +49,7 @@ def test_agreeing_wordings_keep_the_majority_and_no_common_answer_doubts_the_que
     assert harmonize(tied, [["75", "85", "75", "85"]]).label == "75"
     doubted = harmonize(v, [["12"] * 8])  # no answer of the original under the rewording
     assert doubted.label is None and doubted.chosen is None and doubted.score == 0.0
-    assert share_of("85", ["85", None, "85.0", "x"]) == 0.5  # no answer counts against
+    assert share_of("85", votes(["85", None, "85.0", "x"])) == 0.5  # no answer counts against
 
 
 def test_the_round_protocol_labels_with_the_check_and_records_its_verdict() -> None:
@@ -71,6 +72,11 @@ def test_the_round_protocol_labels_with_the_check_and_records_its_verdict() -> N
     doubted = score(Candidate("q3", "free", "47+38=", answers=SHARED_ERROR, variant_answers=(("12",) * 8,)), config())
     assert (doubted.pseudo_label, doubted.retained, doubted.check_score) == ("75", False, 0.0)
     assert doubted.majority_label is None  # its label is its majority's: nothing relabelled
+    # more rewordings than the run asks for: refused, naming the key (their checks cost CPU)
+    many = Candidate("q4", "free", "47+38=", answers=SHARED_ERROR, variant_answers=(("85",),) * 2)
+    with pytest.raises(ProtocolError, match="more than filter.check_variants"):
+        score(many, config())
+    assert score(many, config("none")).pseudo_label == "75"  # without the check they are not read
 
 
 def test_a_reference_follows_the_label_the_check_chose() -> None:

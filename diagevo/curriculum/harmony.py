@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diagevo.curriculum.equivalence import agrees
+from diagevo.curriculum.equivalence import VOTES_CPU_S, EquivalenceChecker, agrees, default_checker
 from diagevo.curriculum.votes import AnswerClass, Votes, votes
 
 
@@ -42,19 +42,27 @@ class Harmony:
         return self.chosen.answer if self.chosen is not None else None
 
 
-def share_of(answer: str, variant: Sequence[str | None]) -> float:
-    """The share of a variant's answers that agree with ``answer`` (no answer counts against)."""
-    return sum(1 for a in variant if a is not None and agrees(a, answer)) / len(variant) if variant else 0.0
+def share_of(answer: str, variant: Votes, checker: EquivalenceChecker | None = None) -> float:
+    """The share of a rewording's responses in the class whose answer agrees with ``answer`` (no
+    answer counts against): one check per class leader, as the votes group answers."""
+    chk = checker or default_checker()
+    home = next((c for c in variant.classes if agrees(c.answer, answer, chk)), None)
+    return home.size / variant.n if home is not None and variant.n else 0.0
 
 
-def harmonize(original: Votes, variants: Sequence[Sequence[str | None]]) -> Harmony:
+def harmonize(original: Votes, variants: Sequence[Sequence[str | None]], cpu_s: float = VOTES_CPU_S) -> Harmony:
     """The label the wordings agree on: of the original's answer classes, the one whose shares on
-    the original (``size / n``) and on each variant have the highest harmonic mean."""
+    the original (``size / n``) and on each variant have the highest harmonic mean. Each variant is
+    voted on as the original was (its own budget), and the matching of its classes to the
+    original's shares ``cpu_s`` more: a hostile answer costs the question no more than its votes."""
+    voted = [votes(list(v), cpu_s=cpu_s) for v in variants]
+    chk = default_checker()
     best: AnswerClass | None = None
     best_score = 0.0
-    for cls in original.classes:
-        shares = [cls.size / original.n, *(share_of(cls.answer, v) for v in variants)]
-        score = statistics.harmonic_mean(shares) if all(shares) else 0.0
-        if score > best_score:  # strictly: a tie keeps the earlier (larger) class
-            best, best_score = cls, score
-    return Harmony(best, best_score, tuple(votes(list(v)).label for v in variants))
+    with chk.budget(cpu_s):
+        for cls in original.classes:
+            shares = [cls.size / original.n, *(share_of(cls.answer, v, chk) for v in voted)]
+            score = statistics.harmonic_mean(shares) if all(shares) else 0.0
+            if score > best_score:  # strictly: a tie keeps the earlier (larger) class
+                best, best_score = cls, score
+    return Harmony(best, best_score, tuple(v.label for v in voted))

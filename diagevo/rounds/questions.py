@@ -257,7 +257,13 @@ def score(c: Candidate, cfg: MethodConfig) -> Scored:
     score_of: float | None = None
     variant_labels: list[str | None] | None = None
     wordings = [list(w) for w in c.variant_answers or () if w]
-    if cfg.filter.shared_error_check == "variants" and wordings and v.label is not None:
+    checking = cfg.filter.shared_error_check == "variants"
+    if checking and len(wordings) > cfg.filter.check_variants:
+        raise ProtocolError(
+            f"question {c.question_id}: {len(wordings)} rewordings' answers, more than filter.check_variants "
+            f"({cfg.filter.check_variants}) asks for"
+        )
+    if checking and wordings and v.label is not None:
         h = harmonize(v, wordings)
         label, ref = (h.label, h.chosen.indices[0]) if h.chosen is not None else (None, None)
         score_of, variant_labels = h.score, list(h.variant_labels)
