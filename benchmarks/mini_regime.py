@@ -12,9 +12,9 @@ cells the cells file and the log do not hold finished.
 Without ``--arm`` the order is the paper's label regime's (docs/how-to/mini-world.md): for each seed
 in turn, the primary outcome's two arms (full DiagEvo, no memory), Figure 3(c)'s other two settings
 (pure free with the absolute constraint only, for the first three seeds; the memory with it), the
-oracle (the precondition), the frozen challenger, and the shared-error check. ``--rounds-first 1``
-trains round 1 of every cell of the part first (what the world is chosen by, and the check's
-retained-label figures), then the rest.
+oracle (the precondition), the frozen challenger, and the shared-error check. Every cell trains
+straight to ``--rounds``: a cell first trained to fewer rounds and resumed is another protocol, since
+the solver's rate decays over the rounds its run was started for (``solver.lr_span = "run"``).
 
 The pair is built where it is absent (``--steps``), or, with ``--carried``, unpacked from the archive
 of the pair the cells file's cells started from: ``diagevo models mini`` builds another pair on an
@@ -120,7 +120,6 @@ def main() -> None:
     ap.add_argument("--arm", action="append", help="only these arms (default: every arm, in ORDER)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--rounds-first", type=int, default=0, help="train every cell to this round first")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--config", default=str(ROOT / "configs" / "mini-cpu.toml"))
     args = ap.parse_args()
@@ -131,12 +130,11 @@ def main() -> None:
         subprocess.run([*DIAGEVO, "models", "mini", *steps, "--out", str(args.pair)], check=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     todo = cells(args.arm or list(ORDER), args.seeds)
-    for rounds in [r for r in (args.rounds_first, args.rounds) if r]:
-        done = finished(args.cells, args.out, args.pair, rounds)
-        missing = [cell for cell in todo if cell not in done]
-        for i in range(0, len(missing), args.jobs):  # the next JOBS cells in the order, whatever their seeds
-            train(args.pair, args.out, missing[i : i + args.jobs], rounds, args.config)
-            gather(args.cells, args.out, args.pair)
+    done = finished(args.cells, args.out, args.pair, args.rounds)
+    missing = [cell for cell in todo if cell not in done]
+    for i in range(0, len(missing), args.jobs):  # the next JOBS cells in the order, whatever their seeds
+        train(args.pair, args.out, missing[i : i + args.jobs], args.rounds, args.config)
+        gather(args.cells, args.out, args.pair)
 
 
 if __name__ == "__main__":
