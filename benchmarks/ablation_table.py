@@ -512,9 +512,9 @@ if __name__ == "__main__":
     ap.add_argument("--cells", help="with --log: a cells file (--save-cells) whose cells no log holds join the tables")
     ap.add_argument("--save-cells", help="with --log: write every cell's rounds (the logs' and --cells') here")
     args = ap.parse_args()
-    if args.log:
+    if args.log or args.cells:  # the cells file alone: the tables of the cells it holds
         by_skill = pair_accuracy(args.pair)[1] if args.pair else None
-        rows = merged(read_rounds(args.log), load_cells(args.cells, by_skill) if args.cells else [])
+        rows = merged(read_rounds(args.log or []), load_cells(args.cells, by_skill) if args.cells else [])
         if args.save_cells:
             if by_skill is None:
                 raise SystemExit("--save-cells needs --pair (the file names the pair its cells started from)")
