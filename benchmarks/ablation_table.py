@@ -467,7 +467,7 @@ def _svg(curves: dict[str, list[tuple[float, float]]], first: int = 1) -> str:
         x = pad + (w - 2 * pad) * (i / max(1, n - 1))
         return f"{x:.1f},{h - pad - (h - 2 * pad) * (v - lo) / (hi - lo):.1f}"
 
-    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
         f'<text x="{pad}" y="16">held-out accuracy by round (mean, 95 % band across seeds)</text>',
