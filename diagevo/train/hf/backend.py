@@ -30,23 +30,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagevo.config.sections import Role
-from diagevo.curriculum.answers import extract_answer
-from diagevo.curriculum.equivalence import agrees
 from diagevo.curriculum.prompts import challenger_messages, parse_question, reword_messages, solver_messages
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
-from diagevo.errors import BadInput, Fix, NotFound, Override, Unavailable
+from diagevo.errors import BadInput, Fix, Override, Unavailable
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.generation.local import LocalEngine, check_local_model
 from diagevo.generation.vllm_engine import VLLMEngine
 from diagevo.generation.vllm_platform import current_platform
 from diagevo.memory.sampler import FREE, GenerationRequest
-from diagevo.model_dirs import HELDOUT_FILE
 from diagevo.runtime.progress import ProgressFn, no_progress, quiet_libraries
-from diagevo.text.parsing import file_lines, loads
 from diagevo.train.backend import ChallengerRewardFn, SolverRewardFn, SolverRound, Truth, numbers
 from diagevo.train.hf.args import (
     PhasePlan,
@@ -68,6 +64,7 @@ from diagevo.train.hf.distributed import (
     rank,
     whole_weights,
 )
+from diagevo.train.hf.heldout import gradable, heldout_accuracy, heldout_rows
 from diagevo.train.hf.optim import RoleOptimizer, load_state, optimizers, save_state
 from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
 from diagevo.train.labels import SHARED_LABEL_VOTES, draw_shared_questions, shared_label_accuracy
@@ -504,30 +501,11 @@ class HFBackend:
     # ------------------------------------------------------------------ evaluation
 
     def heldout(self) -> list[dict[str, str]]:
-        solver = Path(self.config.solver.model)
-        default = next(
-            (p for p in (solver / HELDOUT_FILE, solver.parent / HELDOUT_FILE) if p.is_file()), solver / HELDOUT_FILE
-        )
-        path = self.config.hf.heldout or default
-        if not Path(path).is_file():
-            if self.config.hf.heldout is not None:
-                raise NotFound(f"no held-out file at {path}")
-            return []
-        rows = []
-        for n, line in ((n, line) for n, line in enumerate(file_lines(path), 1) if line.strip(" \t\r")):
-            try:
-                item = loads(line, f"{path}:{n}")
-                rows.append({"question": str(item["question"]), "answer": str(item["answer"])})
-                if "skill" in item:  # the mini world's: accuracy per skill too
-                    rows[-1]["skill"] = str(item["skill"])
-            except (ValueError, KeyError, TypeError):  # BadInput is a ValueError
-                raise BadInput(f"{path}:{n}: expected a JSON object with question and answer") from None
-        return rows
+        return heldout_rows(self.config)
 
     def evaluate(self, rng: random.Random) -> dict[str, float]:
-        """Greedy pass@1 of the solver on the held-out questions (none: no such metrics), then,
-        where the world knows the answers, Figure 3(c)'s pseudo-label accuracy on the shared
-        questions (its draws after held-out's, which they leave unchanged)."""
+        """Greedy pass@1 on the held-out questions (none: no such metrics), then, where the world knows
+        the answers, Figure 3(c)'s accuracy on the shared questions (drawn after, held-out unchanged)."""
         items = self.heldout()
         out = self._heldout_accuracy(items, rng) if items else {}
         questions = self.shared_questions()
@@ -536,21 +514,10 @@ class HFBackend:
         return out
 
     def _heldout_accuracy(self, items: list[dict[str, str]], rng: random.Random) -> dict[str, float]:
-        h = self.config.hf
-        outs = self._generate(
-            "solver",
-            [solver_messages(i["question"]) for i in items],
-            self._sampling(1, rng, h.heldout_max_new_tokens or self.config.solver.max_new_tokens, greedy=True),
-        )
-        right = [agrees(extract_answer(o[0]), i["answer"]) for o, i in zip(outs, items, strict=True)]
-        by_skill: dict[str, list[bool]] = defaultdict(list)
-        for ok, i in zip(right, items, strict=True):
-            if "skill" in i:
-                by_skill[i["skill"]].append(ok)
-        return {
-            "heldout_acc": sum(right) / len(right),
-            **{f"heldout_acc/{s}": sum(r) / len(r) for s, r in by_skill.items()},
-        }
+        max_new = self.config.hf.heldout_max_new_tokens or self.config.solver.max_new_tokens
+        prompts = [solver_messages(i["question"]) for i in items]
+        outs = self._generate("solver", prompts, self._sampling(1, rng, max_new, greedy=True))
+        return heldout_accuracy(items, [o[0] for o in outs])
 
     def shared_questions(self) -> list[str]:
         """Figure 3(c)'s shared questions: ``hf.shared_label_questions`` free-exploration questions
@@ -564,21 +531,15 @@ class HFBackend:
         return self._shared
 
     def _draw_shared(self, n: int) -> list[str]:
-        model, tok = self._load(check_local_model(self.config.challenger.model))
-        engine = LocalEngine(
-            model, tokenizer=tok, device=self.config.hf.device, batch_size=self.config.hf.generation_batch
-        )
+        h, c = self.config.hf, self.config.challenger
+        model, tok = self._load(check_local_model(c.model))
+        engine = LocalEngine(model, tokenizer=tok, device=h.device, batch_size=h.generation_batch)
         prompts = [challenger_messages(FREE)] * n
-        max_new = self.config.challenger.max_new_tokens
 
         def outputs(rng: random.Random) -> list[str]:
-            return [o[0] for o in engine.generate(prompts, self._sampling(1, rng, max_new))]
+            return [o[0] for o in engine.generate(prompts, self._sampling(1, rng, c.max_new_tokens))]
 
-        def gradable(question: str) -> bool:  # as the loop takes one (challenger.known_questions_only)
-            known = self.truth(question)
-            return known is not None and (known.skill is not None or not self.config.challenger.known_questions_only)
-
-        return draw_shared_questions(outputs, gradable, n, self.seed)
+        return draw_shared_questions(outputs, gradable(self.truth, c.known_questions_only), n, self.seed)
 
     def truth(self, question: str) -> Truth | None:
         return self._truth(question) if self._truth is not None else None
