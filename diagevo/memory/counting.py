@@ -490,11 +490,14 @@ class Ledger:
             else:
                 self.draft.apply(event, rnd)
         except InvariantError as exc:
-            self._refuse(exc)
+            self._refuse(exc, seq, type(event).name)
             self.folds = self.draft is not None
 
-    def _refuse(self, exc: InvariantError) -> None:
+    def _refuse(self, exc: InvariantError, seq: int, type_: str) -> None:
+        """The event at ``seq`` passed over: kept in the memory's refusals (as every fold keeps it)."""
         self.refused, self.refused_now = self.refused or exc, True
+        if self.draft is not None:
+            self.draft.refuse(seq, type_, str(exc))
 
     def take_row(self, row: Row) -> Broken:
         """:meth:`take` of a stored row's event, built unvalidated (:meth:`Event.from_stored`): a
@@ -506,7 +509,7 @@ class Ledger:
             try:
                 check_shape(event)
             except InvariantError as exc:
-                self._refuse(exc)
+                self._refuse(exc, row.seq, row.type)
         return self._take(row.round, event, row.seq)
 
 

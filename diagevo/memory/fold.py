@@ -1,9 +1,11 @@
 """The one mutator: apply an event to a memory, checking the log's invariants.
 
 ``evolve`` never decides anything (that is :mod:`diagevo.memory.deciders`); it only applies.
-A log that breaks an invariant raises :class:`InvariantError` with the reason in one line; a
-reader that must not stop on a stored row (:data:`Passed`) passes each such row over instead, the
-memory as if it were not there, and names it.
+One event that breaks an invariant raises :class:`InvariantError` with the reason in one line
+(:func:`evolve`, a writer's check); a fold of stored rows passes each such row over instead, the
+memory as if it were not there, and returns the refusals with the memory it made
+(:attr:`Memory.refused`): no stored row stops a reader, and every reader of the memory sees the
+same rows refused.
 
 Folding many events goes through a :class:`Draft`, a private mutable working copy: each event
 costs the same however many causes the memory holds, and :meth:`Draft.freeze` hands out an
@@ -13,7 +15,7 @@ afterwards). From the outside the memory stays a value: no frozen memory is ever
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cache
 from types import MappingProxyType
@@ -35,16 +37,12 @@ from diagevo.catalog import (
     StoredEvent,
 )
 from diagevo.errors import BadInput
-from diagevo.memory.state import Cause, CauseState, Memory, Node, id_number
+from diagevo.memory.state import Cause, CauseState, Memory, Node, Refusal, id_number
 from diagevo.text.parsing import config_k
 
 Row = StoredEvent
 """What the fold reads: a stored event (seq, round, type, the typed event built once), as the log
 gives it, or a producer's pending event in that shape (:meth:`StoredEvent.of`)."""
-Passed = Callable[[int, str], None]
-"""Told of each stored row the fold refuses and passes over: its seq, and the rule in words.
-Whoever writes a log may append a row the rules refuse (the database keeps the log whole, not
-its meaning): a reader folds past it, as if it were not there, and names it."""
 
 
 class InvariantError(BadInput):
@@ -54,12 +52,16 @@ class InvariantError(BadInput):
 class NotStarted(InvariantError):
     """Rows of a run, every one passed over, and no ``run.started`` among them (yet)."""
 
+    def __init__(self, message: str, *, refused: tuple[Refusal, ...] = ()) -> None:
+        super().__init__(message)
+        self.refused = refused  # each row, refused as ahead of the run's start
+
 
 class NotCommitted(InvariantError):
     """The round asked for has no commit the fold took (none in the log, or one passed over)."""
 
 
-_SCALARS = tuple(f.name for f in fields(Memory) if f.name not in ("causes", "nodes", "committed_rounds"))
+_SCALARS = tuple(f.name for f in fields(Memory) if f.name not in ("causes", "nodes", "committed_rounds", "refused"))
 """The memory's fields a draft holds as they are (its tables it copies on first write)."""
 
 
@@ -70,7 +72,7 @@ class Draft:
     first change, then copied once; :meth:`freeze` shares them with the frozen memory and marks
     them to be copied again on the next change."""
 
-    __slots__ = (*_SCALARS, "_causes", "_nodes", "_rounds", "_owned")
+    __slots__ = (*_SCALARS, "_causes", "_nodes", "_rounds", "_owned", "refused")
 
     def __init__(self, mem: Memory) -> None:
         self.run, self.k, self.seed, self.config = mem.run, mem.k, mem.seed, mem.config
@@ -81,6 +83,7 @@ class Draft:
         self._nodes: Mapping[str, Node] = mem.nodes
         self._rounds: frozenset[int] | set[int] = mem.committed_rounds
         self._owned: set[str] = set()  # tables this draft may mutate in place
+        self.refused: list[Refusal] = list(mem.refused)  # the rows refused so far, the memory's own first
 
     # --- copy on first write ------------------------------------------------------------------
 
@@ -133,8 +136,16 @@ class Draft:
         self._causes, self._nodes, self._rounds = causes, nodes, rounds
         self._owned.clear()
         return Memory(
-            **{name: getattr(self, name) for name in _SCALARS}, causes=causes, nodes=nodes, committed_rounds=rounds
+            **{name: getattr(self, name) for name in _SCALARS},
+            causes=causes,
+            nodes=nodes,
+            committed_rounds=rounds,
+            refused=tuple(self.refused),
         )
+
+    def refuse(self, seq: int, type_: str, why: str) -> None:
+        """Pass over the row at ``seq``: the draft as it was, the refusal kept with it."""
+        self.refused.append(Refusal(seq, type_, why))
 
     # --- apply --------------------------------------------------------------------------------
 
@@ -294,38 +305,33 @@ def check_first(run: str, cls: type[Event], rnd: int) -> None:
         raise InvariantError(f"{RunStarted.name} must be in round 0")
 
 
-def drafts(
-    rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None
-) -> Iterator[tuple[Draft, Row]]:
+def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
     """The working copy after each row (the same draft every time): for projections that look at
     the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop."""
-    draft = Draft(memory) if memory is not None else None
-    for row in rows:
-        draft = _fold(draft, run, (row,), passed)[0]
+    for draft, row, _ in _steps(Draft(memory) if memory is not None else None, run, rows):
         yield draft, row
 
 
-def taken(rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None) -> Iterator[Row]:
-    """The rows the fold takes, in order: those it applies, and the evidence and bookkeeping of
-    the rounds it takes them in. Each row it refuses is told to ``passed`` and left out, so that a
-    count of the rows (``memory stats``, a round's commit) holds what the fold decided, by the
-    fold's own decision: no second statement of its rules. ``rows`` of every type, from
-    ``memory`` on (None: from the run's start)."""
-    refused: list[int] = []
+def taken(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Row]:
+    """The rows the fold takes, in order (:func:`decided` without its refusals)."""
+    return (row for row in decided(rows, run, memory) if not isinstance(row, Refusal))
 
-    def note(seq: int, why: str) -> None:
-        refused.append(seq)
-        if passed is not None:
-            passed(seq, why)
 
-    draft = Draft(memory) if memory is not None else None
-    for row in rows:
-        try:
-            draft = _fold(draft, run, (row,), note)[0]
-        except NotStarted:
-            continue  # a row ahead of the run's start: noted, passed over
-        if not refused or refused[-1] != row.seq:
-            yield row
+def decided(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Row | Refusal]:
+    """Each row the fold takes, or the refusal of one it passes over, in log order: those it
+    applies, and the evidence and bookkeeping of the rounds it takes them in, so that a count of
+    the rows (``memory stats``, a round's commit) holds what the fold decided, by the fold's own
+    decision: no second statement of its rules. ``rows`` of every type, from ``memory`` on (None:
+    from the run's start); a run never started, its rows ahead of the start refused."""
+    seen = len(memory.refused) if memory is not None else 0
+    try:
+        for draft, row, took in _steps(Draft(memory) if memory is not None else None, run, rows):
+            yield from draft.refused[seen:]  # this row's refusal, or the rows ahead of the start
+            seen = len(draft.refused)
+            if took:
+                yield row
+    except NotStarted as exc:
+        yield from exc.refused
 
 
 def _folded_event(row: Row) -> Event:
@@ -336,67 +342,76 @@ def _folded_event(row: Row) -> Event:
     return event
 
 
-def _fold(draft: Draft | None, run: str, rows: Iterable[Row], passed: Passed | None = None) -> tuple[Draft, int]:
-    """The fold's one loop: ``rows`` folded on ``draft`` (None: the run's first row must start
-    it); the draft and the last row's seq (0: none). An event the fold applies is built from its
-    row (:meth:`Event.from_stored`); any other only opens its round. A row the fold refuses past
-    the run's start is passed over when ``passed`` is given (each change is checked before it
-    is made: the draft is as it was), and so is a row ahead of the run's ``run.started`` (stored
-    raw where no database keeps the run's opening), else it stops the fold."""
-    seq, catalog = 0, CATALOG
-    try:
-        for row in rows:
-            seq, rnd, cls = row.seq, row.round, catalog[row.type]
-            if draft is None:
-                if cls is not RunStarted and passed is not None:  # a raw row ahead of the run's start
-                    passed(seq, f"run {run!r} has {cls.name} before {RunStarted.name}")
-                    continue
-                check_first(run, cls, rnd)
-                draft = Draft(start(run, _folded_event(row), seq))  # type: ignore[arg-type]
-                continue
+def _steps(draft: Draft | None, run: str, rows: Iterable[Row]) -> Iterator[tuple[Draft, Row, bool]]:
+    """The fold's one loop: ``rows`` folded on ``draft`` (None: the run's ``run.started`` starts
+    it), with the draft after each row and whether the fold took it. An event the fold applies is
+    built from its row (:meth:`Event.from_stored`); any other only opens its round. A row the fold
+    refuses is passed over, the draft as it was (each change is checked before it is made), and
+    kept in the draft's refusals; so is a row ahead of the run's ``run.started`` (stored raw where
+    no database keeps the run's opening). A run whose rows hold no ``run.started`` is
+    :class:`NotStarted`; a ``run.started`` the fold cannot start from stops it (nothing to fold on)."""
+    early: list[Refusal] = []
+    for row in rows:
+        if draft is not None:
+            yield draft, row, _took(draft, row)
+        elif row.type != RunStarted.name:
+            early.append(Refusal(row.seq, row.type, f"run {run!r} has {row.type} before {RunStarted.name}"))
+        else:
             try:
-                if not cls.folded or rnd != draft.committed + 1:
-                    draft.skip(cls, rnd)
-                else:
-                    draft._change(_folded_event(row), rnd)
-            except InvariantError as exc:
-                if passed is None:
-                    raise
-                passed(seq, str(exc))
-    except InvariantError as exc:  # a reader names the event it could not fold
-        raise InvariantError(f"seq {seq}: {exc}") from None
-    if draft is None:
-        if seq:
-            raise NotStarted(f"run {run!r} has no {RunStarted.name}")
-        raise InvariantError(f"run {run!r} has no events")
-    return draft, seq
+                check_first(run, RunStarted, row.round)
+                draft = Draft(start(run, _folded_event(row), row.seq))  # type: ignore[arg-type]
+            except InvariantError as exc:  # a reader names the event it could not fold
+                raise InvariantError(f"seq {row.seq}: {exc}") from None
+            draft.refused[:0] = early
+            yield draft, row, True
+    if draft is None and early:
+        raise NotStarted(f"run {run!r} has no {RunStarted.name}", refused=tuple(early))
 
 
-def commits(
-    rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None
-) -> Iterator[Memory]:
-    """M_t at every ``round.committed`` of the rows, in order (``last_seq`` set to the commit's)."""
-    committed, last = RoundCommitted.name, memory.committed if memory is not None else -1
-    for draft, row in drafts(rows, run, memory, passed):
-        if row.type == committed and draft.committed != last:  # not a commit passed over
+def _took(draft: Draft, row: Row) -> bool:
+    """One row folded on ``draft``: False when the fold refused it (kept in its refusals)."""
+    cls = CATALOG.get(row.type)
+    try:
+        if cls is None:
+            raise InvariantError(f"{row.type!r} is no event type this diagevo knows")
+        if not cls.folded or row.round != draft.committed + 1:
+            draft.skip(cls, row.round)
+        else:
+            draft._change(_folded_event(row), row.round)
+    except InvariantError as exc:
+        draft.refuse(row.seq, row.type, str(exc))
+        return False
+    return True
+
+
+def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:
+    """M_t at every ``round.committed`` of the rows the fold takes, in order (``last_seq`` set to
+    the commit's)."""
+    committed = RoundCommitted.name
+    for draft, row, took in _steps(Draft(memory) if memory is not None else None, run, rows):
+        if took and row.type == committed:
             draft.last_seq = row.seq
             yield draft.freeze()
-        last = draft.committed
 
 
-def fold(rows: Iterable[Row], run: str, memory: Memory | None = None, passed: Passed | None = None) -> Memory:
-    """Fold the stored rows of one run, starting from ``memory`` (a snapshot)
-    or from the run's ``run.started``; ``passed``: pass over a row the fold refuses (:data:`Passed`)."""
-    draft, seq = _fold(Draft(memory) if memory is not None else None, run, rows, passed)
+def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
+    """Fold the stored rows of one run, starting from ``memory`` (a snapshot) or from the run's
+    ``run.started``: the memory after the last row, with the rows the fold refused in its
+    ``refused`` (passed over, as if they were not there)."""
+    draft, seq = None, 0
+    for draft, row, _ in _steps(None if memory is None else Draft(memory), run, rows):  # noqa: B007
+        seq = row.seq  # the draft and seq after the last row
+    if draft is None and memory is not None:
+        draft = Draft(memory)
+    if draft is None:
+        raise InvariantError(f"run {run!r} has no events")
     if seq:
         draft.last_seq = seq
     return draft.freeze()
 
 
-def fold_until(
-    rows: Iterable[Row], run: str, t: int, memory: Memory | None = None, passed: Passed | None = None
-) -> Memory:
-    """M_t: fold up to and including the ``round.committed`` of round ``t``."""
+def fold_until(rows: Iterable[Row], run: str, t: int, memory: Memory | None = None) -> Memory:
+    """M_t: fold up to and including the ``round.committed`` of round ``t`` the fold takes."""
     mem = memory
     if mem is not None and mem.committed >= t:
         if mem.committed == t:
@@ -404,9 +419,9 @@ def fold_until(
         raise InvariantError(f"the starting memory is past round {t}")
     last = mem.committed if mem is not None else 0
     committed = RoundCommitted.name
-    for draft, row in drafts(rows, run, memory, passed):
+    for draft, row, took in _steps(Draft(mem) if mem is not None else None, run, rows):
         last = draft.committed
-        if row.type == committed and row.round == t == draft.committed:
+        if took and row.type == committed and row.round == t:
             draft.last_seq = row.seq
             return draft.freeze()
     raise NotCommitted(f"round {t} was never committed (last committed round: {last})")

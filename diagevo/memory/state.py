@@ -48,6 +48,18 @@ class Node:
     label: str
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A stored row the fold refused and passed over: its seq, its type and the rule in words.
+    Whoever writes a log may append a row the rules refuse (the database keeps the log whole, not
+    its meaning); the memory keeps the refusals it decided with itself, so that every reader of
+    the memory (and of a snapshot of it) sees the same rows refused, decided once."""
+
+    seq: int
+    type: str
+    why: str
+
+
 def node_order(node_id: str) -> tuple[int, int, str]:
     """The sort key of a skill node's id, as people count them: N2 before N10; an id of another
     shape (a log written by hand) after them, in text order. Only ASCII digits count:
@@ -75,6 +87,7 @@ class MemoryImage(TypedDict):
     committed_rounds: list[int]
     nodes: list[list[str]]
     causes: list[list[Any]]
+    refused: NotRequired[list[list[Any]]]  # [seq, type, why] of each row refused; absent: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +112,7 @@ class Memory:
     n_nodes_created: int = 0
     last_seq: int = 0
     committed_rounds: frozenset[int] = field(default_factory=frozenset)
+    refused: tuple[Refusal, ...] = ()  # the rows of the run the fold refused, in seq order
 
     @property
     def F(self) -> int:
@@ -126,8 +140,9 @@ class Memory:
         return f"N{self.n_nodes_created + 1}"
 
     def to_json(self) -> MemoryImage:
-        """A plain-JSON image of the memory (what snapshots store)."""
-        return {
+        """A plain-JSON image of the memory (what snapshots store; ``refused`` only where the fold
+        refused a row, so that a snapshot saved before refusals were kept equals the fold)."""
+        image: MemoryImage = {
             "run": self.run,
             "k": self.k,
             "seed": self.seed,
@@ -144,6 +159,9 @@ class Memory:
                 [c.id, c.node, c.description, c.state.value, c.frequency, c.created_round] for c in self.causes.values()
             ],
         }
+        if self.refused:
+            image["refused"] = [[r.seq, r.type, r.why] for r in self.refused]
+        return image
 
     @classmethod
     def from_json(cls, data: MemoryImage) -> Memory:
@@ -163,4 +181,5 @@ class Memory:
             causes=MappingProxyType(
                 {c[0]: Cause(c[0], c[1], c[2], CauseState(c[3]), c[4], c[5]) for c in data["causes"]}
             ),
+            refused=tuple(Refusal(seq, type_, why) for seq, type_, why in data.get("refused", ())),
         )

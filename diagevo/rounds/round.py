@@ -8,7 +8,6 @@ from typing import Any
 
 from diagevo.catalog import (
     CATALOG,
-    FOLDED,
     MEMORY_TYPES,
     MILESTONES,
     BatchWithdrawn,
@@ -64,7 +63,7 @@ from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.text.words import plural
 from diagevo.views.caches import refresh
-from diagevo.views.memory import load_memory, passer
+from diagevo.views.memory import load_memory, named
 from diagevo.views.stats import count_rounds
 from diagevo.views.withdrawn import Withdrawn
 
@@ -513,10 +512,12 @@ class Round:
             rows = read(None, t=t)
             allowed = self._failed_diagnoses_allowed(rows, allow_undiagnosed, allow_failed)
             counts = {} if allowed is None else {"failed_diagnoses_allowed": allowed}
-            sched = schedule(fold(read(FOLDED, after_seq=base.last_seq), run, base, passer(self.store, run)))
+            folded = fold(read(None, after_seq=base.last_seq), run, base)
+            named(self.store, run, folded.refused[len(base.refused) :])
+            sched = schedule(folded)
             # the round's statistics as `memory stats` counts them (the rows the fold takes), and
             # the schedule it leaves
-            counts.update(count_rounds(taken(rows, run, base, passer(self.store, run))).get(t, {}))
+            counts.update(count_rounds(taken(rows, run, base)).get(t, {}))
             ranks = list(of_type(MetricsRecorded, rows))
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []

@@ -3,21 +3,22 @@ a cache (the view ``memory``, one state per round).
 
 A snapshot is read only where the log vouches for it (the recorder's anchor check) and is always
 equal to the fold: :func:`diagevo.views.verify.verify_run` compares them. Every fold here passes
-over a row the fold refuses, named (:func:`passer`): no stored row stops a reader of the memory. Replay never calls a
+over a row the fold refuses, kept with the memory (:attr:`Memory.refused`, a snapshot's too) and
+named (:func:`named`): no stored row stops a reader of the memory. Replay never calls a
 model; this is the only place that joins the log and the pure memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import cast
 
-from diagevo.catalog import FOLDED, RoundCommitted, RunStarted
+from diagevo.catalog import RoundCommitted, RunStarted
 from diagevo.errors import Call, NotFound
 from diagevo.log import EventReader, LogOperator, Recorder, ViewState
 from diagevo.log.recorder import StoredEvent, pass_over
-from diagevo.memory.fold import InvariantError, NotCommitted, Passed, commits, fold, fold_until, start, taken
-from diagevo.memory.state import Memory, MemoryImage
+from diagevo.memory.fold import InvariantError, NotCommitted, commits, decided, fold, fold_until, start
+from diagevo.memory.state import Memory, MemoryImage, Refusal
 from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
@@ -28,14 +29,22 @@ VIEW = "memory"
 
 
 def fold_rows(store: EventReader, run: str, after_seq: int = 0) -> Iterator[StoredEvent]:
-    """The rows the memory is folded from: those the fold applies, after ``after_seq``."""
-    return store.rows(run, after_seq=after_seq, types=FOLDED)
+    """The rows the memory is folded from, after ``after_seq``: those of every type, so that the
+    memory's refusals are the fold's over the whole log (a row of evidence in a round the fold has
+    not opened is refused as a commit is), as the audit of ``memory verify`` folds it."""
+    return store.rows(run, after_seq=after_seq)
 
 
-def passer(store: EventReader, run: str) -> Passed:
-    """How a reader of ``store`` passes over a row of ``run`` the fold refuses: named once, by its
-    run, seq and rule (:func:`~diagevo.log.recorder.pass_over`), and folded as if absent."""
-    return lambda seq, why: pass_over(store, run, seq, why)
+def named(store: EventReader, run: str, refused: Iterable[Refusal]) -> None:
+    """Each row of ``run`` the fold refused, named once to the command that read it, by its run,
+    seq and rule (:func:`~diagevo.log.recorder.pass_over`)."""
+    for refusal in refused:
+        pass_over(store, run, refusal.seq, refusal.why)
+
+
+def _folded(store: EventReader, mem: Memory) -> Memory:
+    named(store, mem.run, mem.refused)
+    return mem
 
 
 class NoSuchRun(InvariantError, NotFound):
@@ -83,7 +92,7 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
     memory right after ``run.started``. ``since``, a memory of this run the caller holds already
     (M_{t-1} in round t), is the base the fold starts from instead."""
     if since is not None and at_round is None:
-        return fold(fold_rows(store, run, since.last_seq), run, since, passer(store, run))
+        return _folded(store, fold(fold_rows(store, run, since.last_seq), run, since))
     if not store.has_run(run):
         raise unknown_run(store, run)
     if at_round == 0:
@@ -98,18 +107,22 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
         return base
     after = base.last_seq if base else 0
     if at_round is None:
-        return fold(fold_rows(store, run, after), run, base, passer(store, run))
-    return fold_until(fold_rows(store, run, after), run, at_round, base, passer(store, run))
+        return _folded(store, fold(fold_rows(store, run, after), run, base))
+    return _folded(store, fold_until(fold_rows(store, run, after), run, at_round, base))
 
 
 def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | None = None) -> Iterator[StoredEvent]:
     """The run's rows of every type after round ``after_round``'s commit (0: from its start) that
-    the fold takes (:func:`~diagevo.memory.fold.taken`): what a count of the log counts. A row the
-    fold refuses is passed over, named (:func:`passer`), as every reader of the memory passes it
+    the fold takes (:func:`~diagevo.memory.fold.decided`): what a count of the log counts. A row the
+    fold refuses is passed over, named (:func:`named`), as every reader of the memory passes it
     over."""
     base = load_memory(store, run, after_round) if after_round else None
     rows = store.rows(run, after_seq=base.last_seq if base is not None else 0, upto_seq=upto_seq)
-    return taken(rows, run, base, passer(store, run))
+    for row in decided(rows, run, base):
+        if isinstance(row, Refusal):
+            named(store, run, (row,))
+        else:
+            yield row
 
 
 def committed_rounds(store: EventReader, run: str) -> list[int]:
@@ -133,7 +146,7 @@ def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator
             elif mem is None:
                 mem = load_memory(store, run, rnd)  # from the nearest snapshot before it
             else:
-                mem = fold_until(fold_rows(store, run, mem.last_seq), run, rnd, mem, passer(store, run))
+                mem = _folded(store, fold_until(fold_rows(store, run, mem.last_seq), run, rnd, mem))
         except NotCommitted:
             continue  # a commit the fold passed over (named): no memory of that round
         yield mem
@@ -143,7 +156,7 @@ def save_snapshots(store: Recorder, run: str) -> int:
     """Save a snapshot of every committed round that has none yet; returns how many (a cache:
     see :func:`diagevo.views.caches.refresh`)."""
     mem = _snapshot(store, run)
-    fresh = list(commits(fold_rows(store, run, mem.last_seq if mem else 0), run, mem, passer(store, run)))
+    fresh = list(commits(fold_rows(store, run, mem.last_seq if mem else 0), run, mem))
     if not fresh:
         return 0
     hashes = {e.seq: e.hash for e in store.read(run, types=(RoundCommitted,), after_seq=fresh[0].last_seq - 1)}
