@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from diagevo.log import open_log
+from diagevo.views.caches import refresh
 from diagevo.log.sql import SQLRecorder
 from diagevo.views.stories import RECENT
 from tests.logs import Log
@@ -39,8 +40,11 @@ def busy_cause(run: str = "r1") -> Log:
 
 @pytest.fixture()
 def db(db_url: str) -> str:  # SQLite and PostgreSQL (tests/conftest.py)
+    """The busy cause's log with the memory's snapshots a writer leaves (each commit's): what
+    ``why`` reads to know which rows the rules refused is the log after the last snapshot."""
     with open_log(db_url) as store:
         store.append(busy_cause().events())
+        refresh(store, "r1")
     return db_url
 
 

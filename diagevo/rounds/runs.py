@@ -33,6 +33,7 @@ from diagevo.text.redaction import redact_config
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import runs as runs_view
+from diagevo.views.admission import admission
 from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
 
 
@@ -46,10 +47,16 @@ def run_config(store: EventReader, run: str) -> MethodConfig:
 
 
 def stored_config(store: EventReader, run: str) -> MethodConfig | None:
-    """:func:`run_config`, or None for a run the log does not hold."""
+    """:func:`run_config`, or None for a run the log does not hold: the newest config row the
+    rules admit (:mod:`diagevo.views.admission`; a ``run.configured`` the fold refused, of a
+    round already committed say, is no config of the run's)."""
     last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
     if last is None:
         return None
+    if isinstance(store, Recorder):
+        admitted = admission(store, run)
+        if not admitted.admits(last.seq):
+            last = next(reversed(list(admitted.admitted(store.read(run, types=CONFIG_TYPES)))), last)
     fault = config_fault(last)
     if fault is not None:  # a log stored before its config was checked, or a raw write
         raise unusable_config(store, run, last, fault)

@@ -19,6 +19,7 @@ from diagevo.catalog import (
 )
 from diagevo.errors import open_call, start_call
 from diagevo.log import EventReader, Recorder, StoredEvent
+from diagevo.memory.fold import taken
 from diagevo.rounds.protocol import (
     OutOfOrder,
     ProtocolError,
@@ -55,8 +56,11 @@ class RunState:
 
 
 def state_from_rows(run: str, rows: Iterable[StoredEvent]) -> RunState:
+    """The run's state from its milestones, those the fold takes (:func:`~diagevo.memory.fold.taken`):
+    a commit of a round that never ran, or a round opened twice, is none of the run's (whether the
+    fold takes a milestone depends on the milestones before it alone)."""
     last, started, promoted, seed, exists = 0, set(), set(), 0, False
-    for row in rows:
+    for row in taken(rows, run):
         match row.event:
             case RunStarted(seed=run_seed):
                 exists, seed = True, int(run_seed)

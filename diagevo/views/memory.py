@@ -17,7 +17,7 @@ from diagevo.catalog import RoundCommitted, RunStarted
 from diagevo.errors import Call, NotFound
 from diagevo.log import EventReader, LogOperator, Recorder, ViewState
 from diagevo.log.recorder import StoredEvent, pass_over
-from diagevo.memory.fold import InvariantError, NotCommitted, commits, decided, fold, fold_until, start
+from diagevo.memory.fold import InvariantError, NotCommitted, NotStarted, commits, decided, fold, fold_until, start
 from diagevo.memory.state import Memory, MemoryImage, Refusal
 from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
@@ -125,9 +125,16 @@ def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | 
             yield row
 
 
-def committed_rounds(store: EventReader, run: str) -> list[int]:
-    """The run's committed rounds (as many rows as rounds, through the type index)."""
-    return [r.round for r in store.rows(run, types=(RoundCommitted,), data=False)]
+def committed_rounds(store: Recorder, run: str) -> list[int]:
+    """The run's committed rounds: the commits the fold took (a ``round.committed`` of a round that
+    never ran, or of one committed already, is refused and is none); none for a run the log does
+    not hold or that never started."""
+    if not store.has_run(run):
+        return []
+    try:
+        return sorted(load_memory(store, run).committed_rounds)
+    except NotStarted:
+        return []
 
 
 def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator[Memory]:

@@ -31,8 +31,9 @@ from diagevo.catalog import (
     QuestionGenerated,
     QuestionScored,
 )
-from diagevo.log import EventReader
+from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, Row
+from diagevo.views.admission import Admission, admission
 
 Told: TypeAlias = CauseCreated | FailureAttributed | CausePromoted | CauseReactivated | NodesMerged
 """The events a story has an entry for."""
@@ -309,23 +310,26 @@ def _failure_ids(events: Iterable[Read]) -> list[str]:
     return [e.failure_id for _, _, e in events if isinstance(e, _NAMING_FAILURES) and isinstance(e.failure_id, str)]
 
 
-def _evidence(store: EventReader, run: str, own: list[Read]) -> list[Read]:
+def _evidence(store: Recorder, run: str, own: list[Read], admitted: Admission) -> list[Read]:
     """The events a story needs beside a cause's own, texts inline, in seq order: its failures
-    with their diagnoses and Prompt 1 replies, their questions and the merges of nodes."""
+    with their diagnoses and Prompt 1 replies, their questions and the merges of nodes; only
+    those the rules admit (:mod:`diagevo.views.admission`)."""
+    own = [e for e in own if admitted.admits(e[0])]
     failure_keys = {"failure_id": _failure_ids(own)}
     failures = list(story_events(store.rows(run, keys=failure_keys, types=_FAILURE_TYPES, texts=True)))
     qids = [e.question_id for _, _, e in failures if type(e) is FailureRecorded]
     questions = story_events(store.rows(run, keys={"question_id": qids}, types=_QUESTION_TYPES, texts=True))
     merges = story_events(store.rows(run, types=(NodesMerged,)))
     events: dict[int, Read] = {e[0]: e for e in (*own, *failures, *questions, *merges)}
-    return [events[seq] for seq in sorted(events)]
+    return [events[seq] for seq in sorted(events) if admitted.admits(seq)]
 
 
-def cause_rows(store: EventReader, run: str, cause: str) -> list[Read]:
+def cause_rows(store: Recorder, run: str, cause: str) -> list[Read]:
     """The events :func:`cause_story` needs for one cause, texts inline, in seq order: the
     cause's own events, its failures with their diagnoses, their questions and the merges of
     nodes. Indexed reads only; the rest of the run is never read."""
-    return _evidence(store, run, list(story_events(store.rows(run, keys={"cause_id": [cause]}))))
+    own = list(story_events(store.rows(run, keys={"cause_id": [cause]})))
+    return _evidence(store, run, own, admission(store, run))
 
 
 _NAMING_FAILURES = (CauseCreated, FailureAttributed, CauseReactivated)
@@ -336,17 +340,21 @@ RECENT = 10
 """Attributions a story shows by default (``memory why``): the most recent ones."""
 
 
-def recent_cause_rows(store: EventReader, run: str, cause: str, recent: int = RECENT) -> tuple[list[Read], int]:
+def recent_cause_rows(store: Recorder, run: str, cause: str, recent: int = RECENT) -> tuple[list[Read], int]:
     """The events of a cause's story with only its ``recent`` newest attributions (and those that
     explain a reactivation), and how many attributions it has in all (counted by the database):
     what is read does not grow with the number of attributions (each a few entries of the
     cause's index, which holds the type)."""
     cause_key = {"cause_id": [cause]}
+    admitted = admission(store, run)
     others = [t for t in EVENT_CLASSES if t is not FailureAttributed]
-    head = list(story_events(store.rows(run, keys=cause_key, types=others)))
+    head = [e for e in story_events(store.rows(run, keys=cause_key, types=others)) if admitted.admits(e[0])]
     total = store.count(run, keys=cause_key, types=(FailureAttributed,))
+    if any(r.type == FailureAttributed.name for r in admitted.refusals):  # refused ones are no attributions
+        seqs = store.rows(run, keys=cause_key, types=(FailureAttributed,), data=False)
+        total -= sum(1 for r in seqs if not admitted.admits(r.seq))
     latest = list(story_events(store.rows(run, keys=cause_key, types=(FailureAttributed,), limit=recent, newest=True)))
     reactivated = [e.failure_id for _, _, e in head if isinstance(e, CauseReactivated)]
     attributions = story_events(store.rows(run, keys={"failure_id": reactivated}, types=(FailureAttributed,)))
     explaining = [a for a in attributions if isinstance(e := a[2], FailureAttributed) and e.cause_id == cause]
-    return _evidence(store, run, [*head, *latest, *explaining]), total
+    return _evidence(store, run, [*head, *latest, *explaining], admitted), total

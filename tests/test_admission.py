@@ -1,0 +1,87 @@
+"""Issue 82: which stored rows the rules take is decided once (the fold's refusals, kept with the
+memory, :mod:`diagevo.views.admission`), and the readers that trusted the raw rows read through it:
+``memory why`` (a forged second creation of a cause, an attribution and a promotion into a round
+already committed) and ``train --resume`` (a commit of a round that never ran, a config written
+into a committed round). Each forged row is written past diagevo's checks: raw into SQLite, or as
+PostgreSQL's trainer role with a plain INSERT."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from diagevo.log import open_log
+from diagevo.rounds.runs import stored_config
+from diagevo.views.admission import admission
+from diagevo.views.memory import committed_rounds, load_memory
+from tests.input_cases import cli
+from tests.test_passed_over_rows import base, db  # noqa: F401 - the fixtures (a real two-round run 'm')
+from tests.test_readers_take_what_the_fold_takes import RUN, Forged, forged, passed  # noqa: F401
+from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
+from tests.test_stored_rows_bounded import _raw
+
+FORGED = "FORGED: a description no diagnosis wrote"
+
+
+def test_why_shows_no_row_the_rules_refuse(forged: Forged) -> None:  # noqa: F811
+    """A second ``cause.created`` of C1, an attribution and a promotion of C1 into round 1 (already
+    committed): ``memory why C1`` shows the cause as the fold has it, created once, Active, with no
+    forged attribution, and names each forged row; the admission holds exactly those rows."""
+    code, before, err = cli("memory", "why", "C1", "--run", RUN, "--db", forged.db, "--json")
+    assert code == 0, err
+    twice = forged.forge("cause.created", 2, {"cause_id": "C1", "node_id": "N1", "description": FORGED})
+    attributed = forged.forge("failure.attributed", 1, {"failure_id": "f-forged", "cause_id": "C1", "via": "dedup"})
+    promoted = forged.forge("cause.promoted", 1, {"cause_id": "C1", "acc": 1.0, "n_candidates": 1})
+    code, out, err = cli("memory", "why", "C1", "--run", RUN, "--db", forged.db, "--json")
+    assert code == 0, err
+    assert FORGED not in out and "f-forged" not in out
+    assert json.loads(out) == json.loads(before)  # the story as it was before the forged rows
+    assert passed(twice, "cause 'C1' created twice") in err, err
+    assert passed(attributed, "round 1 goes backwards: round 1 is already committed") in err, err
+    assert passed(promoted, "round 1 goes backwards: round 1 is already committed") in err, err
+    code, out, err = cli("memory", "why", "C1", "--run", RUN, "--db", forged.db)  # the table, too
+    assert code == 0 and FORGED not in out and "f-forged" not in out, out
+    with open_log(forged.db, create=False) as log:
+        assert [r.seq for r in admission(log, RUN).refusals] == [twice, attributed, promoted]
+
+
+def _commit_data(db: str, rnd: int) -> str:
+    """The stored data of round ``rnd``'s commit, as written (a forged commit in shape)."""
+    with open_log(db, create=False) as log:
+        (row,) = [r for r in log.raw("m") if r.type == "round.committed" and r.round == rnd]
+        return row.data
+
+
+def test_resume_trains_past_a_commit_of_a_round_that_never_ran(db: str) -> None:  # noqa: F811
+    """A ``round.committed`` of round 4 written after round 2 (round 3 never ran) is no commit:
+    ``train --resume --rounds 3`` trains round 3 (not "nothing to do", as it said when resume read
+    the raw commits). Round 4 after it is still refused by the writers' counts, which take the
+    forged commit (the admission issue's next part)."""
+    forged = _raw(db, "m", "round.committed", 4, _commit_data(db, 2))
+    with open_log(db, create=False) as log:
+        assert committed_rounds(log, "m") == [1, 2]
+        assert [r.seq for r in admission(log, "m").refusals] == [forged]
+    code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
+    assert code == 0, err
+    with open_log(db, create=False) as log:
+        assert committed_rounds(log, "m") == [1, 2, 3]
+        assert [r.seq for r in admission(log, "m").refusals] == [forged]
+
+
+def test_resume_trains_with_no_config_the_fold_refused(db: str, tmp_path: Path) -> None:  # noqa: F811
+    """A ``run.configured`` written into round 2, already committed, setting ``memory.k``: the fold
+    refuses it, and so does resume, which trains round 3 with the run's own k, and the config it
+    records (``train.rounds`` changed) is the run's, not a copy of the forged one."""
+    with open_log(db, create=False) as log:
+        config = dict(load_memory(log, "m").config)
+        k = stored_config(log, "m").memory.k  # type: ignore[union-attr]
+    memory = {**config.get("memory", {}), "k": k * 8}
+    forged = _raw(db, "m", "run.configured", 2, json.dumps({"config": {**config, "memory": memory}, "seed": 0}))
+    with open_log(db, create=False) as log:
+        assert stored_config(log, "m").memory.k == k  # type: ignore[union-attr]
+    code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
+    assert code == 0, err
+    with open_log(db, create=False) as log:
+        assert load_memory(log, "m").k == k and stored_config(log, "m").memory.k == k  # type: ignore[union-attr]
+        written = [e.event for e in log.read("m") if e.type == "run.configured" and e.seq > forged]
+        assert written and all(e.config["memory"]["k"] == k for e in written)  # type: ignore[attr-defined]
