@@ -15,9 +15,9 @@ from diagevo.rounds.runs import stored_config
 from diagevo.views.admission import admission
 from diagevo.views.memory import committed_rounds, load_memory
 from tests.input_cases import cli
+from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
 from tests.test_passed_over_rows import base, db  # noqa: F401 - the fixtures (a real two-round run 'm')
 from tests.test_readers_take_what_the_fold_takes import RUN, Forged, forged, passed  # noqa: F401
-from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
 from tests.test_stored_rows_bounded import _raw
 
 FORGED = "FORGED: a description no diagnosis wrote"
@@ -45,9 +45,9 @@ def test_why_shows_no_row_the_rules_refuse(forged: Forged) -> None:  # noqa: F81
         assert [r.seq for r in admission(log, RUN).refusals] == [twice, attributed, promoted]
 
 
-def _commit_data(db: str, rnd: int) -> str:
+def _commit_data(url: str, rnd: int) -> str:
     """The stored data of round ``rnd``'s commit, as written (a forged commit in shape)."""
-    with open_log(db, create=False) as log:
+    with open_log(url, create=False) as log:
         (row,) = [r for r in log.raw("m") if r.type == "round.committed" and r.round == rnd]
         return row.data
 
@@ -57,15 +57,15 @@ def test_resume_trains_past_a_commit_of_a_round_that_never_ran(db: str) -> None:
     ``train --resume --rounds 3`` trains round 3 (not "nothing to do", as it said when resume read
     the raw commits). Round 4 after it is still refused by the writers' counts, which take the
     forged commit (the admission issue's next part)."""
-    forged = _raw(db, "m", "round.committed", 4, _commit_data(db, 2))
+    commit = _raw(db, "m", "round.committed", 4, _commit_data(db, 2))
     with open_log(db, create=False) as log:
         assert committed_rounds(log, "m") == [1, 2]
-        assert [r.seq for r in admission(log, "m").refusals] == [forged]
+        assert [r.seq for r in admission(log, "m").refusals] == [commit]
     code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
     assert code == 0, err
     with open_log(db, create=False) as log:
         assert committed_rounds(log, "m") == [1, 2, 3]
-        assert [r.seq for r in admission(log, "m").refusals] == [forged]
+        assert [r.seq for r in admission(log, "m").refusals] == [commit]
 
 
 def test_resume_trains_with_no_config_the_fold_refused(db: str, tmp_path: Path) -> None:  # noqa: F811
@@ -76,12 +76,12 @@ def test_resume_trains_with_no_config_the_fold_refused(db: str, tmp_path: Path) 
         config = dict(load_memory(log, "m").config)
         k = stored_config(log, "m").memory.k  # type: ignore[union-attr]
     memory = {**config.get("memory", {}), "k": k * 8}
-    forged = _raw(db, "m", "run.configured", 2, json.dumps({"config": {**config, "memory": memory}, "seed": 0}))
+    config_row = _raw(db, "m", "run.configured", 2, json.dumps({"config": {**config, "memory": memory}, "seed": 0}))
     with open_log(db, create=False) as log:
         assert stored_config(log, "m").memory.k == k  # type: ignore[union-attr]
     code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
     assert code == 0, err
     with open_log(db, create=False) as log:
         assert load_memory(log, "m").k == k and stored_config(log, "m").memory.k == k  # type: ignore[union-attr]
-        written = [e.event for e in log.read("m") if e.type == "run.configured" and e.seq > forged]
+        written = [e.event for e in log.read("m") if e.type == "run.configured" and e.seq > config_row]
         assert written and all(e.config["memory"]["k"] == k for e in written)  # type: ignore[attr-defined]

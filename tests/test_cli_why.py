@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from diagevo.log import open_log
-from diagevo.views.caches import refresh
 from diagevo.log.sql import SQLRecorder
+from diagevo.views.caches import refresh
 from diagevo.views.stories import RECENT
 from tests.logs import Log
 from tests.test_cli_memory import run_cli
