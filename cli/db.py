@@ -89,7 +89,8 @@ def current_cmd(
         "up_to_date": text(("up to date", "green")),
         "outdated": text(("outdated", "yellow"), f": run `{spell('db', 'upgrade', db=url)}`"),
         "old_chain": text(
-            ("an earlier diagevo's migrations", "yellow"), f": run `{spell('db', 'upgrade', db=url)}` (carries the log over)"
+            ("an earlier diagevo's migrations", "yellow"),
+            f": run `{spell('db', 'upgrade', db=url)}` (carries the log over)",
         ),
         "empty": text(
             "empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"

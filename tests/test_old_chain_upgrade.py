@@ -19,9 +19,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from diagevo.log import SchemaOutdated, open_log
 from diagevo.log.schema import HEAD_REVISION, migrate, revision_status, upgrade
+from tests.conftest import PostgresBackend
 from tests.input_cases import cli
 
 OLD = Path(__file__).parent / "data" / "old_chain"
@@ -69,7 +71,9 @@ def test_every_read_of_an_old_chain_database_says_run_db_upgrade(revision: str, 
         assert len(lines) == 1, f"{args}: {err}"
         assert lines[0].startswith(f"error: database is at revision {revision} of an earlier diagevo's migrations")
         assert lines[0].endswith(f"db upgrade --db {url}`") and "upgrade diagevo" not in lines[0], lines[0]
-    with pytest.raises(SchemaOutdated, match=r"earlier diagevo's migrations .* run `diagevo\.log\.schema\.upgrade\(url\)`$"):
+    with pytest.raises(
+        SchemaOutdated, match=r"earlier diagevo's migrations .* run `diagevo\.log\.schema\.upgrade\(url\)`$"
+    ):
         open_log(url, create=False, readonly=True)
     with pytest.raises(SchemaOutdated, match="earlier diagevo's migrations"):
         open_log(url)  # a writer does not migrate it on its own either
@@ -157,3 +161,30 @@ def test_a_newer_diagevos_database_says_upgrade_diagevo_and_is_left_alone(tmp_pa
     code, out, _ = cli("db", "current", "--db", url)
     assert "this diagevo is older than the database" in out
     assert (tmp_path / "newer.db").read_bytes() == before
+
+
+def test_postgresql_an_old_chain_schema_is_carried_over_as_it_was(postgres_backend: PostgresBackend) -> None:
+    """chain-0019.pg.sql: a schema the old code wrote at 0019 (its triggers, functions, event
+    types), loaded into a fresh schema; the carried-over export is that code's byte for byte."""
+    url = postgres_backend.fresh_url()
+    schema = str(make_url(url).query["options"]).split("=", 1)[1]
+    dump = (OLD / "chain-0019.pg.sql").read_text(encoding="utf-8").replace("old_chain_0019", schema)
+    engine = postgres_backend.engine(url)
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        raw.execute(dump)  # the dump as it is (no parameters: a % is left alone)
+        raw.commit()
+    engine.dispose()
+    assert (revision_status(url).current, revision_status(url).state) == ("0019", "old_chain")
+    code, out, err = cli("memory", "stats", "--run", "fx", "--db", url)
+    assert code == 1 and "earlier diagevo's migrations" in err and "db upgrade --db" in err, err
+    code, out, err = cli("db", "upgrade", "--db", url)
+    assert code == 0 and "upgraded from revision 0019 of an earlier diagevo's migrations" in out, err
+    code, out, err = cli("memory", "export", "--run", "fx", "--db", url)
+    assert code == 0, err
+    assert out.encode() == (OLD / "chain-0019.pg.jsonl").read_bytes()
+    code, out, err = cli("memory", "verify", "--run", "fx", "--json", "--db", url)
+    assert code == 0 and json.loads(out)["ok"] is True, out
+    assert upgrade(url) == (HEAD_REVISION, HEAD_REVISION)
+    with open_log(url) as store:  # the writer's checks of the baseline take the carried-over log on
+        assert store.runs() == ["fx"] and store.last_seq("fx") == 258

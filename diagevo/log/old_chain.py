@@ -41,7 +41,18 @@ HOLD = "old_chain_events"  # the temporary table the rows wait in
 
 # the data fields the key columns copy (the old 0004 and the baseline alike, frozen here)
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
-BASE_COLUMNS = ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash")
+BASE_COLUMNS = (
+    "seq",
+    "event_id",
+    "run_id",
+    "round",
+    "type",
+    "schema_version",
+    "data",
+    "recorded_at",
+    "prev_hash",
+    "hash",
+)
 COLUMNS = (*BASE_COLUMNS, "texts", *KEY_FIELDS)
 # the texts an event of the revisions before 0008 named in ``artifacts`` (the old 0011's TEXT_FIELDS)
 TEXT_FIELDS = {
@@ -54,7 +65,16 @@ TEXT_FIELDS = {
 }
 # every table of the old chain (0002's snapshots and checkpoints became 0010's views; 0011 dropped
 # artifacts; 0013 added event_types and events_append_lock on PostgreSQL)
-TABLES = ("events", "artifacts", "snapshots", "checkpoints", "views", "event_types", "events_append_lock", "alembic_version")
+TABLES = (
+    "events",
+    "artifacts",
+    "snapshots",
+    "checkpoints",
+    "views",
+    "event_types",
+    "events_append_lock",
+    "alembic_version",
+)
 # PostgreSQL: the old chain's functions (a table's triggers and indexes, and the seq's sequence,
 # go with it)
 FUNCTIONS = (
@@ -128,7 +148,9 @@ def _texts_from_artifacts(conn: Connection) -> None:
                 refs.setdefault(int(seq), {})[field] = ref["$artifact"]
     shas = sorted({sha for fields in refs.values() for sha in fields.values()})
     stored: dict[str, str] = {}
-    pick = text("SELECT sha256, text FROM artifacts WHERE sha256 IN :shas").bindparams(bindparam("shas", expanding=True))
+    pick = text("SELECT sha256, text FROM artifacts WHERE sha256 IN :shas").bindparams(
+        bindparam("shas", expanding=True)
+    )
     for i in range(0, len(shas), 500):
         for sha, body in conn.execute(pick, {"shas": shas[i : i + 500]}):
             if hashlib.sha256(body.encode()).hexdigest() == sha:

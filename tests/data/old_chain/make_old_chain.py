@@ -1,23 +1,33 @@
-"""Writes the old-chain fixtures: a SQLite log written by diagevo of the migration chain that came
-before the baseline (``0001_event_log`` ... ``0019_evidence_rules``, removed in 209e07d), and what
-that diagevo exported of it. ``tests/test_old_chain_upgrade.py`` upgrades a copy of each with this
+"""Writes the old-chain fixtures: logs written by diagevo of the migration chain that came before
+the baseline (``0001_event_log`` ... ``0019_evidence_rules``, removed in 209e07d), and what that
+diagevo exported of each. ``tests/test_old_chain_upgrade.py`` upgrades a copy of each with this
 diagevo (``db upgrade``) and compares its export with the old one byte for byte.
 
+    chain-0007.db, chain-0007.jsonl  diagevo at de21703 (the last commit whose chain head was 0007:
+                                     texts in ``artifacts``, no ``texts`` column, no ``views``)
     chain-0012.db, chain-0012.jsonl  diagevo at ea238af (the last commit whose chain head was 0012)
     chain-0019.db, chain-0019.jsonl  diagevo at eac6d33 (the last commit of the old chain: head 0019)
+    chain-0001.db                    the old chain's own 0001 (the id the baseline reuses), created by
+                                     de21703's ``upgrade(url, "0001")``, holding chain-0007.db's rows
+    chain-0019.pg.sql, .pg.jsonl     PostgreSQL: a schema eac6d33 wrote (its ``memory ingest`` of
+                                     chain-0019.jsonl), as ``pg_dump --inserts`` printed it, and
+                                     eac6d33's export of it
 
-Each is a 2-round simulator run ``fx`` (8 challenger and 24 curriculum questions a round, the static
-embedder), written by the old code's own ``diagevo train``, then its ``diagevo memory export``:
+Each SQLite log is a 2-round simulator run ``fx`` (8 challenger and 24 curriculum questions a round,
+the static embedder), written by the old code's own ``diagevo train``, then its ``memory export``:
 
+    git worktree add --detach /work/old-0007 de21703c05b1f660a170c9cf5e4cf2f2654b18fd
     git worktree add --detach /work/old-0012 ea238af99aeb94dbb60679b951c9365c6aded48b
     git worktree add --detach /work/old-0019 eac6d33bd35f4c960319ffb2b4ceda50f2e246bd
     pip install --no-deps --target /tmp/oc/site 'sqlmodel>=0.0.22'   # the old code's log tables need it
-    python tests/data/old_chain/make_old_chain.py 0012=/work/old-0012 0019=/work/old-0019 --site /tmp/oc/site
-    git worktree remove /work/old-0012; git worktree remove /work/old-0019
+    python tests/data/old_chain/make_old_chain.py 0007=/work/old-0007 0012=/work/old-0012 \
+        0019=/work/old-0019 --at-0001 /work/old-0007 --pg /work/old-0019 --site /tmp/oc/site
+    git worktree remove /work/old-0007; git worktree remove /work/old-0012; git worktree remove /work/old-0019
 
-(the old code runs from ``PYTHONPATH``, its ``cli/`` and ``migrations/`` loaded as ``diagevo.cli``
-and ``diagevo.migrations``, as its pyproject's package-dir installs them). Written once; never rewritten (the point is the bytes an older
-diagevo wrote).
+(the old code runs from ``PYTHONPATH`` with this checkout's ``.venv`` Python, its ``cli/`` and
+``migrations/`` loaded as its pyproject installs them; ``--pg`` needs PostgreSQL on 127.0.0.1,
+database ``test``, and ``psql``/``pg_dump``). Written once; never rewritten (the point is the bytes
+an older diagevo wrote).
 """
 
 from __future__ import annotations
@@ -64,7 +74,9 @@ getattr(importlib.import_module(where), name)()
 def old_diagevo(checkout: str, site: str, cwd: Path, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (checkout, site) if p)}
     env.pop("DIAGEVO_DB", None)
-    done = subprocess.run([sys.executable, "-c", MAIN, checkout, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", MAIN, checkout, *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
     if done.returncode:
         raise SystemExit(f"the old diagevo at {checkout} failed: {' '.join(args)}\n{done.stderr}")
     return done.stdout
@@ -108,17 +120,46 @@ def write_0001(checkout: str, site: str) -> None:
     sqlite3.connect(out).close()
 
 
+PG_SCHEMA = "old_chain_0019"  # the dump's schema name, which a test replaces by its own
+
+
+def write_pg(checkout: str, site: str, admin_url: str) -> None:
+    """chain-0019.pg.sql: a PostgreSQL schema of the old chain at 0019, written by the checkout at
+    eac6d33 (its ``memory ingest`` of chain-0019.jsonl: the same events, new ``recorded_at``),
+    dumped by ``pg_dump --inserts`` (the rows go in before the triggers); chain-0019.pg.jsonl: that
+    diagevo's export of it."""
+    env = {**os.environ, "PGHOST": "127.0.0.1", "PGUSER": "postgres"}
+    psql = ["psql", "-q", "-v", "ON_ERROR_STOP=1", "-d", "test", "-c"]
+    subprocess.run(
+        [*psql, f"DROP SCHEMA IF EXISTS {PG_SCHEMA} CASCADE; CREATE SCHEMA {PG_SCHEMA}"], env=env, check=True
+    )
+    url = f"{admin_url}?options=-csearch_path%3D{PG_SCHEMA}"
+    old_diagevo(checkout, site, HERE, "memory", "ingest", str(HERE / "chain-0019.jsonl"), "--db", url)
+    out = HERE / "chain-0019.pg.jsonl"
+    old_diagevo(checkout, site, HERE, "memory", "export", "--db", url, "--run", "fx", "--out", str(out))
+    dump = subprocess.run(
+        ["pg_dump", "-d", "test", f"--schema={PG_SCHEMA}", "--no-owner", "--no-privileges", "--inserts"],
+        env=env, check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    kept = [line for line in dump.splitlines() if not line.startswith(("\\", "CREATE SCHEMA "))]  # psql's own lines
+    (HERE / "chain-0019.pg.sql").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    subprocess.run([*psql, f"DROP SCHEMA {PG_SCHEMA} CASCADE"], env=env, check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("checkouts", nargs="*", metavar="REVISION=CHECKOUT")
     parser.add_argument("--site", default="", help="a folder of the old code's extra packages (sqlmodel)")
     parser.add_argument("--at-0001", metavar="CHECKOUT", help="write chain-0001.db with this checkout (de21703)")
+    parser.add_argument("--pg", metavar="CHECKOUT", help="write chain-0019.pg.sql with this checkout (eac6d33)")
     args = parser.parse_args()
     for item in args.checkouts:
         revision, checkout = item.split("=", 1)
         write(revision, checkout, args.site)
     if args.at_0001:
         write_0001(args.at_0001, args.site)
+    if args.pg:
+        write_pg(args.pg, args.site, "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
 if __name__ == "__main__":
