@@ -128,6 +128,23 @@ def test_the_carried_over_schema_is_the_baselines_and_a_second_upgrade_does_noth
         assert store.runs() == ["fx"]
 
 
+def test_an_old_revisions_key_columns_and_texts_are_filled_as_its_successors_held_them(tmp_path: Path) -> None:
+    """chain-0001.db holds chain-0007.db's rows without key columns (0004) or texts in the rows
+    (0008): carried over, every column is what 0007's store wrote (keys) and 0011 would have moved."""
+    rows = {}
+    for revision in ("0001", "0007"):
+        url = _copy(revision, tmp_path)
+        assert upgrade(url) == (revision, HEAD_REVISION)
+        with sqlite3.connect(tmp_path / FIXTURES[revision][0]) as conn:
+            rows[revision] = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    assert rows["0001"] == rows["0007"]
+    with sqlite3.connect(f"file:{OLD / 'chain-0007.db'}?immutable=1", uri=True) as conn:  # writes nothing beside it
+        keys = "seq, cause_id, active_cause, mastered_cause, matched_cause, failure_id, question_id"
+        stored = conn.execute(f"SELECT {keys} FROM events ORDER BY seq").fetchall()
+    assert [(r[0], *r[11:]) for r in rows["0001"]] == stored
+    assert sum(r[1] is not None for r in stored) > 50 and sum(r[10] is not None for r in rows["0001"]) > 100  # texts
+
+
 def test_db_current_and_doctor_say_which_way_to_upgrade(tmp_path: Path) -> None:
     url = _copy("0019", tmp_path)
     code, out, _ = cli("db", "current", "--db", url)

@@ -6,10 +6,10 @@ built, at a new revision ``0001``. Alembic cannot walk from one chain to the oth
 overlap: the old ``0001`` is not the baseline), so such a database is recognised by its schema
 and carried over whole by :func:`diagevo.log.schema.upgrade`:
 
-1. its events are copied, in seq order, into a temporary table in the baseline's columns: the
-   key columns (added by the old 0004) filled from the data as 0004 filled them where the table
-   has none, each event's texts (the old 0008) taken from ``artifacts`` where an older revision
-   kept them there, as the old 0011 moved them;
+1. its events are copied into a temporary table in the baseline's columns: the key columns
+   (added by the old 0004) filled from the data as 0004 filled them where the table has none,
+   each event's texts (the old 0008) taken from ``artifacts`` where an older revision kept them
+   there, as the old 0011 moved them;
 2. every object of the old chain goes (its tables, triggers, functions, the Alembic revision);
    the saved views' states go with them: caches, rebuilt by the next writer;
 3. the baseline is created, and the rows are appended to it with their seq, ids, data, timestamps
@@ -108,26 +108,32 @@ def holds(conn: Connection, revision: str | None) -> bool:
     return columns.index("texts") > max(columns.index(f) for f in KEY_FIELDS)
 
 
-def _key(dialect: str, field: str) -> str:
-    """A key column as the old 0004 filled it from the data: the field's value where it is a string."""
-    if dialect == "postgresql":
-        return f"CASE WHEN json_typeof(data::json -> '{field}') = 'string' THEN data::json ->> '{field}' END"
-    return f"CASE WHEN json_type(data, '$.{field}') = 'text' THEN json_extract(data, '$.{field}') END"
-
-
 def hold_rows(conn: Connection) -> int:
     """Copy the events, in the baseline's columns, into the temporary table; their count."""
-    dialect = conn.dialect.name
     present = set(_event_columns(conn))
-    picked = [
-        *BASE_COLUMNS,
-        "texts" if "texts" in present else "CAST(NULL AS TEXT) AS texts",
-        *(f if f in present else f"{_key(dialect, f)} AS {f}" for f in KEY_FIELDS),
-    ]
+    missing = [c for c in ("texts", *KEY_FIELDS) if c not in present]
+    picked = [*BASE_COLUMNS, *(f"CAST(NULL AS TEXT) AS {c}" if c in missing else c for c in ("texts", *KEY_FIELDS))]
     conn.exec_driver_sql(f"CREATE TEMPORARY TABLE {HOLD} AS SELECT {', '.join(picked)} FROM events")
+    if set(KEY_FIELDS) & set(missing):
+        _keys_from_data(conn)
     if _has_table(conn, "artifacts"):
         _texts_from_artifacts(conn)
     return int(conn.exec_driver_sql(f"SELECT count(*) FROM {HOLD}").scalar_one())
+
+
+def _keys_from_data(conn: Connection) -> None:
+    """The key columns of a revision before 0004, as 0004 filled them: each field's value in the
+    data where it is a string."""
+    rows = conn.exec_driver_sql(f"SELECT seq, data FROM {HOLD}").fetchall()
+    updates = []
+    for seq, data in rows:
+        named = json.loads(data)
+        keys = {f: v if isinstance(v := named.get(f), str) else None for f in KEY_FIELDS}
+        if any(v is not None for v in keys.values()):
+            updates.append({"seq": int(seq), **keys})
+    if updates:
+        sets = ", ".join(f"{f} = :{f}" for f in KEY_FIELDS)
+        conn.execute(text(f"UPDATE {HOLD} SET {sets} WHERE seq = :seq"), updates)
 
 
 def _has_table(conn: Connection, name: str) -> bool:
