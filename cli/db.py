@@ -12,7 +12,7 @@ from diagevo.cli.common import acting_on, console, emit_json, err_console, spell
 from diagevo.cli.fixes import message
 from diagevo.cli.safe import error_line, text
 from diagevo.log import StoreError
-from diagevo.log.schema import revision_status, upgrade
+from diagevo.log.schema import migrate, revision_status
 from diagevo.text.redaction import redact_text
 from diagevo.text.urls import redact_url, resolve_db_url
 
@@ -54,12 +54,15 @@ def upgrade_cmd(
 ) -> None:
     """Migrate the database to the latest schema revision (creates it when empty)."""
     with _database(db) as url:
-        before, after = upgrade(url, lock_wait_s=lock_wait)
+        before, after = migrate(url, lock_wait_s=lock_wait)
     where = redact_url(url)
-    if before == after:
-        console.print(text(f"{where}: already at revision ", (str(after), "bold"), " (head)"), soft_wrap=True)
+    if before.state == "up_to_date":
+        console.print(text(f"{where}: already at revision ", (str(after.current), "bold"), " (head)"), soft_wrap=True)
     else:
-        said = text(f"{where}: upgraded from revision {before or '(empty)'} to ", (str(after), "bold"), " (head)")
+        was = before.current or "(empty)"
+        if before.state == "old_chain":
+            was += " of an earlier diagevo's migrations"
+        said = text(f"{where}: upgraded from revision {was} to ", (str(after.current), "bold"), " (head)")
         console.print(said, soft_wrap=True)
 
 
@@ -85,6 +88,10 @@ def current_cmd(
     advice = {
         "up_to_date": text(("up to date", "green")),
         "outdated": text(("outdated", "yellow"), f": run `{spell('db', 'upgrade', db=url)}`"),
+        "old_chain": text(
+            ("an earlier diagevo's migrations", "yellow"),
+            f": run `{spell('db', 'upgrade', db=url)}` (carries the log over)",
+        ),
         "empty": text(
             "empty: a writer (`diagevo train`, `memory ingest`, `diagnose`, `db upgrade`) creates the schema"
         ),

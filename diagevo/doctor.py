@@ -81,6 +81,11 @@ UPGRADE = Fix.of(Call("upgrade", "diagevo.log.schema.upgrade(url)"))
 DATABASE_STATES: dict[str, tuple[Status, str, Fix]] = {
     "empty": ("warning", "empty, not migrated yet (the first writer migrates it)", UPGRADE),
     "outdated": ("warning", "at revision {current}, this diagevo needs {head}", UPGRADE),
+    "old_chain": (
+        "warning",
+        "at revision {current} of an earlier diagevo's migrations, this diagevo needs {head}",
+        UPGRADE,
+    ),
     "unknown": ("warning", "at revision {current}, newer than this diagevo ({head})", Fix(hint=NEWER)),
     "foreign": (
         "missing",

@@ -1,7 +1,9 @@
 """Who owns the database: diagevo's schema is owned by Alembic (``migrations/``). A brand-new
 empty database is migrated to head on first use; anything else without diagevo's revision (a
 foreign database, a table named ``events`` that is not diagevo's, an older or newer revision) is
-refused without a single byte written. The dialect-specific parts (what "empty" means, how a
+refused without a single byte written. A database of an earlier diagevo's migration chain (before
+the baseline) is told apart by its schema and carried over by :func:`upgrade`
+(:mod:`diagevo.log.old_chain`). The dialect-specific parts (what "empty" means, how a
 migration excludes other writers) come from the backend module.
 """
 
@@ -15,7 +17,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from diagevo.errors import Call
+from diagevo.errors import NEWER, Call, Fix
+from diagevo.log import old_chain
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
 from diagevo.log.errors import LockTimeout, SchemaOutdated, StoreError
 from diagevo.log.recorder import LOCK_WAIT_S
@@ -30,12 +33,17 @@ if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REV
 MIGRATE_LOCK_KEY = int.from_bytes(b"diagevo2", "big")  # the migrators' lock (where the backend has one)
 
 
+# old_chain: a revision of the migrations before the baseline (diagevo.log.old_chain); unknown:
+# one this diagevo does not know over diagevo's log (a newer diagevo wrote it)
+State = Literal["up_to_date", "outdated", "old_chain", "empty", "unknown", "foreign"]
+
+
 @dataclass(frozen=True)
 class RevisionStatus:
     url: str  # redacted
     current: str | None
     head: str
-    state: Literal["up_to_date", "outdated", "empty", "unknown", "foreign"]
+    state: State
     objects: tuple[str, ...] = ()  # what a foreign database holds (tables, views, ...)
 
     @property
@@ -70,15 +78,17 @@ def _script() -> ScriptDirectory:
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
 HEAD_REVISION = "0001"
+BASELINE = old_chain.BASELINE  # the first revision of this chain, where an earlier diagevo's log is carried over
 
 
 def revision_if_plain(engine: Engine, url: str) -> str | None:
-    """The database's single ``alembic_version`` row when it also has diagevo's events table;
-    None when that is not simply so (then Alembic looks closer)."""
+    """The database's single ``alembic_version`` row when it also has diagevo's events table (with
+    ``texts``, which the old chain's ``0001`` lacks); None when that is not simply so (then Alembic
+    looks closer)."""
     with connect(engine, url) as conn:
         try:
             rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
-            conn.exec_driver_sql("SELECT seq, event_id, run_id, data, hash FROM events WHERE 1 = 0").fetchall()
+            conn.exec_driver_sql("SELECT seq, event_id, run_id, data, hash, texts FROM events WHERE 1 = 0").fetchall()
         except sqlalchemy_errors("DBAPIError"):
             return None
     return str(rows[0][0]) if len(rows) == 1 else None
@@ -96,10 +106,12 @@ def status_of(conn: Connection, url: str) -> RevisionStatus:
     from alembic.runtime.migration import MigrationContext
 
     cur = MigrationContext.configure(conn).get_current_revision()
-    state: Literal["up_to_date", "outdated", "empty", "unknown", "foreign"]
+    state: State
     objects: list[str] = []
     ours = cur is not None and _has_our_events(conn)  # a revision alone could be another project's
-    if cur == head and ours:
+    if ours and old_chain.holds(conn, cur):  # before the ids: the old chain's 0001 is not the baseline
+        state = "old_chain"
+    elif cur == head and ours:
         state = "up_to_date"
     elif ours and cur in {s.revision for s in _script().walk_revisions()}:
         state = "outdated"
@@ -150,9 +162,17 @@ def refusal(status: RevisionStatus) -> SchemaOutdated:
     if status.state == "unknown":
         return SchemaOutdated(
             f"database is at revision {status.current}, unknown to this diagevo (expected {status.head}): "
-            "upgrade diagevo"
+            "a newer diagevo wrote it; upgrade diagevo",
+            Fix(hint=NEWER),
+            aside=True,
         )
     upgrade = Call("upgrade", "diagevo.log.schema.upgrade(url)")
+    if status.state == "old_chain":
+        return SchemaOutdated(
+            f"database is at revision {status.current} of an earlier diagevo's migrations (0001-0019, "
+            f"replaced by the baseline {BASELINE}), expected {status.head}: run",
+            upgrade,
+        )
     if status.state == "empty":
         return SchemaOutdated(
             f"database {status.url} is empty (no diagevo log yet): a writer (train, round start, "
@@ -192,6 +212,15 @@ def upgrade_in(conn: Connection, target: str = "head") -> None:
     command.upgrade(cfg, target)
 
 
+def carry_over(conn: Connection) -> None:
+    """An earlier diagevo's database (the migrations before the baseline) at the baseline, its log
+    appended as it was, in the caller's transaction (:mod:`diagevo.log.old_chain`)."""
+    count = old_chain.hold_rows(conn)
+    old_chain.drop_old(conn)
+    upgrade_in(conn, BASELINE)
+    old_chain.append_held(conn, count)
+
+
 def revision_status(url: str) -> RevisionStatus:
     """Where the database stands relative to the migrations' head (touches nothing; a missing
     SQLite file is an error, not created)."""
@@ -211,15 +240,24 @@ def upgrade(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) ->
     """Migrate the database to ``target`` (creating a missing SQLite file); returns (revision
     before, revision after). A foreign database or a newer revision is refused untouched; a lock
     held elsewhere is waited for ``lock_wait_s`` at most (:func:`migration_tx`)."""
+    before, after = migrate(url, target, lock_wait_s)
+    return before.current, after.current
+
+
+def migrate(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) -> tuple[RevisionStatus, RevisionStatus]:
+    """:func:`upgrade`, returning where the database stood before and stands after (an earlier
+    diagevo's ``0001`` and the baseline's share the id: the states tell them apart)."""
     engine = make_engine(url)
     try:
         with migration_tx(engine, url, lock_wait_s) as conn:
             before = status_of(conn, url)
             if before.state in ("unknown", "foreign"):
                 raise refusal(before)
+            if before.state == "old_chain":
+                carry_over(conn)
             upgrade_in(conn, target)
             after = status_of(conn, url)
-        return before.current, after.current
+        return before, after
     except sqlalchemy_errors("DBAPIError") as exc:
         raise StoreError(f"upgrade of {redact_url(url)} failed: {error_line(exc)}") from None
     finally:

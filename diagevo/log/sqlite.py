@@ -191,7 +191,8 @@ def _open_direct(url: str) -> _Direct | None:
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         versions = conn.execute("SELECT version_num FROM alembic_version").fetchall()
-        ours = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchall()
+        # events with texts: an earlier diagevo's 0001 has none (diagevo.log.old_chain)
+        ours = conn.execute("SELECT 1 FROM pragma_table_info('events') WHERE name = 'texts'").fetchall()
     except sqlite3.Error:
         versions = ours = []
     if versions != [(HEAD_REVISION,)] or not ours:
