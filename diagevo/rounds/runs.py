@@ -33,8 +33,10 @@ from diagevo.text.redaction import redact_config
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import runs as runs_view
-from diagevo.views.admission import admission
 from diagevo.views.configs import CONFIG_TYPES, config_fault, unusable_config
+from diagevo.views.memory import bearings
+
+CONFIG_NAMES = frozenset(t.name for t in CONFIG_TYPES)
 
 
 def run_config(store: EventReader, run: str) -> MethodConfig:
@@ -48,15 +50,14 @@ def run_config(store: EventReader, run: str) -> MethodConfig:
 
 def stored_config(store: EventReader, run: str) -> MethodConfig | None:
     """:func:`run_config`, or None for a run the log does not hold: the newest config row the
-    rules admit (:mod:`diagevo.views.admission`; a ``run.configured`` the fold refused, of a
-    round already committed say, is no config of the run's)."""
+    fold takes (:func:`~diagevo.views.memory.bearings`; a ``run.configured`` it refused, written
+    into a round already committed say, is no config of the run's)."""
     last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
     if last is None:
         return None
-    if isinstance(store, Recorder):
-        admitted = admission(store, run)
-        if not admitted.admits(last.seq):
-            last = next(reversed(list(admitted.admitted(store.read(run, types=CONFIG_TYPES)))), last)
+    configs = [row for row in bearings(store, run) if row.type in CONFIG_NAMES]
+    if configs and configs[-1].seq != last.seq:  # the newest was refused: the newest the fold took
+        last = next(store.read(run, after_seq=configs[-1].seq - 1, upto_seq=configs[-1].seq))
     fault = config_fault(last)
     if fault is not None:  # a log stored before its config was checked, or a raw write
         raise unusable_config(store, run, last, fault)

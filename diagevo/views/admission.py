@@ -6,6 +6,11 @@ after its round was committed). The fold decides which rows it takes and keeps t
 the memory it makes (:attr:`~diagevo.memory.Memory.refused`, saved in each snapshot), so the
 question "does the log's row at seq N count?" has one answer, here, whichever reader asks: the
 story of a cause (``memory why``), the config and the last commit a resumed run trains from.
+
+Whether the fold takes a milestone (a round's opening, promotions or commit) or a config depends
+on the milestones and configs before it alone (the order of rounds, a positive k): those are
+decided from those rows (:func:`~diagevo.views.memory.bearings`), a few per round, without folding
+the causes.
 """
 
 from __future__ import annotations

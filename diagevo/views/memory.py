@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import cast
 
-from diagevo.catalog import RoundCommitted, RunStarted
+from diagevo.catalog import MILESTONES, Event, RoundCommitted, RunConfigured, RunStarted
 from diagevo.errors import Call, NotFound
 from diagevo.log import EventReader, LogOperator, Recorder, ViewState
 from diagevo.log.recorder import StoredEvent, pass_over
-from diagevo.memory.fold import InvariantError, NotCommitted, NotStarted, commits, decided, fold, fold_until, start
+from diagevo.memory.fold import InvariantError, NotCommitted, commits, decided, fold, fold_until, start, taken
 from diagevo.memory.state import Memory, MemoryImage, Refusal
 from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
@@ -125,16 +125,23 @@ def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | 
             yield row
 
 
-def committed_rounds(store: Recorder, run: str) -> list[int]:
-    """The run's committed rounds: the commits the fold took (a ``round.committed`` of a round that
-    never ran, or of one committed already, is refused and is none); none for a run the log does
-    not hold or that never started."""
-    if not store.has_run(run):
-        return []
-    try:
-        return sorted(load_memory(store, run).committed_rounds)
-    except NotStarted:
-        return []
+BEARINGS: tuple[type[Event], ...] = (*MILESTONES, RunConfigured)
+"""The rows whose admission depends on one another alone (the order of rounds, a positive k):
+where the run and its rounds stand."""
+
+
+def bearings(store: EventReader, run: str) -> list[StoredEvent]:
+    """The run's milestones and configs the fold takes, in log order (a commit of a round that
+    never ran, a config written into a committed round: refused, left out): decided from those
+    rows alone, a few per round, without folding the causes (:mod:`diagevo.views.admission`)."""
+    return list(taken(store.rows(run, types=BEARINGS), run))
+
+
+def committed_rounds(store: EventReader, run: str) -> list[int]:
+    """The run's committed rounds: the commits the fold takes (:func:`bearings`); none for a run
+    the log does not hold or that never started."""
+    committed = RoundCommitted.name
+    return [row.round for row in bearings(store, run) if row.type == committed]
 
 
 def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator[Memory]:
