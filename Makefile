@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: constraints train test test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts gpu-contracts-inputs docs-figures verl-contracts compat smollm2-cache
+.PHONY: constraints train test dist test-quick test-slow test-all test-vllm vllm-cpu bench lint install clean gpu-check docs pictures gpu-contracts gpu-contracts-inputs docs-figures verl-contracts compat smollm2-cache
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -118,6 +118,13 @@ verl-contracts: $(VERL_STAMP)
 compat: $(STAMP)
 	$(BIN)/python -m tests.compat
 
+# the release's files into dist/ (tests/dist.py, minutes): python -m build's sdist and the wheel built
+# from it (the same files as a wheel of the checkout), twine check, and each installed into a fresh
+# venv of its own with the tested versions (requirements/constraints.txt; pip's configuration finds
+# the wheels on disk, as `make install` does) where `diagevo train --rounds 1` runs in a temporary folder
+dist: $(STAMP)
+	$(BIN)/python -m tests.dist
+
 test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -165,4 +172,4 @@ constraints:
 	mv requirements/constraints.new requirements/constraints.txt && rm -rf .venv-constraints
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) site diagevo.db diagevo.db-wal diagevo.db-shm diagevo.diagevo diagevo.lance diagevo.runs diagevo.leases runs
+	rm -rf $(VENV) $(VERL_VENV) site dist diagevo.db diagevo.db-wal diagevo.db-shm diagevo.diagevo diagevo.lance diagevo.runs diagevo.leases runs

@@ -278,8 +278,11 @@ class _Round(LazyGroup):
 
 
 def _show_version(value: bool) -> None:
+    """The package's version (its metadata) and the schema revision its databases are migrated to."""
     if value:
-        sys.stdout.write(f"diagevo {_version()}\n")
+        from diagevo.log.schema import HEAD_REVISION  # the migrations' head; the log's import for --version alone
+
+        sys.stdout.write(f"diagevo {_version()} (schema {HEAD_REVISION})\n")
         raise typer.Exit()
 
 
@@ -295,7 +298,8 @@ app = typer.Typer(
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", help="Print diagevo's version and exit.", is_eager=True, callback=_show_version)
+        bool,
+        typer.Option("--version", help="Print the version and schema revision.", is_eager=True, callback=_show_version),
     ] = False,
 ) -> None:
     """DiagEvo: diagnosis-guided self-play around an event-sourced error-cause memory."""

@@ -1,4 +1,5 @@
-"""The wheel of this checkout as a user gets it, for the tests that install it away from the checkout."""
+"""The wheel of this checkout as a user gets it, for the tests that install it away from the checkout
+and for ``make dist`` (tests/dist.py), which builds the release's files from the same copy."""
 
 from __future__ import annotations
 
@@ -8,13 +9,34 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# what every wheel holds, however built (from the checkout, or from the sdist by ``make dist``): the
+# CLI and the migrations inside the one package, the data files and templates the code reads
+REQUIRED = (
+    "diagevo/cli/app.py",
+    "diagevo/migrations/env.py",
+    "diagevo/migrations/script.py.mako",
+    "diagevo/train/sim/families.toml",
+    "diagevo/train/sim/words.toml",
+    "diagevo/report/templates/run.html",
+    "diagevo/report/templates/sections/causes.html",
+    "diagevo/docs/packaged/configs/sim.toml",
+)
+
+
+def source_copy(out: Path) -> Path:
+    """The checkout's files under ``out/source``, without its venvs, builds, caches and databases:
+    setuptools writes build/ and *.egg-info/ beside the sources (and reads an old SOURCES.txt)."""
+    source = out / "source"
+    skip = shutil.ignore_patterns(
+        ".venv*", ".git", "build", "dist", "site", "*.egg-info", "__pycache__", ".*_cache", "*.db*"
+    )
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    return source
 
 
 def build_wheel(out: Path) -> Path:
-    """Built from a copy of the checkout: setuptools writes build/ and *.egg-info/ beside the sources."""
-    source = out / "source"
-    skip = shutil.ignore_patterns(".venv*", ".git", "build", "site", "*.egg-info", "__pycache__", ".*_cache", "*.db*")
-    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    """Built by pip from a copy of the checkout (as ``pip install .`` builds it)."""
+    source = source_copy(out)
     pip = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(source), "-w", str(out)]
     subprocess.run(pip, check=True, capture_output=True)
     (built,) = out.glob("diagevo-*.whl")

@@ -31,7 +31,7 @@ EXTRAS = {
     "hf": "real models on a CPU or one GPU: the hf backend (TRL's GRPO), eval, models tiny / smollm2",
     "gpu": "several GPUs and vLLM's sampling",
     "verl": "verl trains both roles (its trainer loads diagevo.verl's rewards): diagevo docs how-to/verl",
-    "test": "the test suite and the linters (working on diagevo)",
+    "test": "the test suite, the linters and the release build (working on diagevo)",
     "docs": "the documentation site, built offline with mkdocs",
     "bench": "the benchmarks' comparison with a peer (benchmarks/bench_peers.py)",
 }
