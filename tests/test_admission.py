@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from diagevo.log import open_log
 from diagevo.rounds.runs import stored_config
 from diagevo.views.admission import admission
@@ -85,3 +87,63 @@ def test_resume_trains_with_no_config_the_fold_refused(db: str, tmp_path: Path) 
         assert load_memory(log, "m").k == k and stored_config(log, "m").memory.k == k  # type: ignore[union-attr]
         written = [e.event for e in log.read("m") if e.type == "run.configured" and e.seq > config_row]
         assert written and all(e.config["memory"]["k"] == k for e in written)  # type: ignore[attr-defined]
+
+
+def _raw_columns(url: str, type_: str, rnd: object, version: object, data: str) -> int:
+    """A chained row whose columns SQLite keeps as given, of whatever type (its seq)."""
+    from sqlalchemy import create_engine
+
+    from diagevo.log.chain import canonical_event_json, chain_hash
+    from tests.test_log_shapes_pg import raw_row
+    from tests.test_log_trainer_role import insert
+
+    row = raw_row(url, "m", type_, 2, {})
+    row.update(round=rnd, schema_version=version, data=data)
+    row["hash"] = chain_hash(row["prev_hash"], canonical_event_json(row["event_id"], "m", rnd, type_, version, data))
+    engine = create_engine(url)
+    insert(engine, row)
+    engine.dispose()
+    with open_log(url, create=False) as log:
+        return log.last_seq("m")
+
+
+@pytest.mark.parametrize(
+    ("type_", "rnd", "version", "why"),
+    [
+        ("eval.recorded", "two", 1, "its round is not a whole number"),  # "2" SQLite would store as 2
+        ("eval.recorded", 2, "one", "its schema_version is not a whole number"),
+        ("", 2, 1, "'' is no event type this diagevo knows"),
+    ],
+)
+def test_a_row_of_mistyped_columns_stops_no_reader(
+    db: str,  # noqa: F811
+    tmp_path: Path,
+    type_: str,
+    rnd: object,
+    version: object,
+    why: str,
+) -> None:
+    """SQLite keeps text in an INTEGER column and any text as a type: every reader exits 0, naming
+    the row (it stopped verify, stats, events, report, runs, export and resume with `internal
+    error: TypeError`, and a row of type '' stopped stats, report and resume); ``memory verify``
+    names it and exits 1."""
+    seq = _raw_columns(db, type_, rnd, version, '{"metrics":{"a":1}}')
+    readers = [
+        ("memory", "stats", "--run", "m"),
+        ("memory", "show", "--run", "m"),
+        ("memory", "events", "--run", "m", "--limit", "0"),
+        ("memory", "why", "C1", "--run", "m"),
+        ("runs",),
+        ("report", "--run", "m", "-o", str(tmp_path / "r.html")),
+        ("memory", "export", "--run", "m", "-o", str(tmp_path / "m.jsonl")),
+    ]
+    for command in readers:
+        code, _, err = cli(*command, "--db", db)
+        assert code == 0 and "internal error" not in err, (command, err[-1000:])
+    code, _, err = cli("memory", "stats", "--run", "m", "--db", db)
+    assert f"run 'm', seq {seq}: passed over: {why}" in err, err
+    code, out, err = cli("memory", "verify", "--run", "m", "--db", db, "--json")
+    assert code == 1 and "internal error" not in err, err
+    assert any(p.startswith(f"seq {seq}: ") for p in json.loads(out)["problems"]), out
+    code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
+    assert code == 0, err

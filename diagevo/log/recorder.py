@@ -31,7 +31,7 @@ from diagevo.log.chain import (
 )
 from diagevo.log.errors import ConflictError, RunBusy, StoreError
 from diagevo.log.registry import shape_problem
-from diagevo.log.stored import NEGATIVE_ROUND, RawRow, loads_data, row_problem, text_problems, text_refs
+from diagevo.log.stored import RawRow, column_problem, loads_data, row_problem, text_problems, text_refs
 from diagevo.runtime.progress import library_logger
 from diagevo.text.urls import redact_url
 
@@ -94,8 +94,14 @@ def pass_over(store: EventReader, run: str, seq: int, why: str) -> None:
         _log.warning(passed_line(run, seq, why))
 
 
-def _below_0() -> int:
-    raise ValueError(NEGATIVE_ROUND)
+def _round(round_: Any, version: Any) -> int:
+    """A row's round, checked with its version column (:func:`column_problem`): a row whose
+    columns no reader can take is a :class:`ValueError`, which the read turns into the row
+    passed over."""
+    why = column_problem(round_, version)
+    if why is not None:
+        raise ValueError(why)
+    return int(round_)
 
 
 def event_data(type_: str, text: str, version: int) -> dict[str, Any]:
@@ -116,7 +122,7 @@ def read_problem(round_: int, data: str | None, type_: str | None = None, versio
     """Why every reader passes over a stored row, or None: its round below 0, its data past the
     readers' bounds or no JSON object (:func:`~diagevo.log.stored.row_problem`), or (``type_``
     and ``version`` given) out of its type's shape (:func:`event_data`)."""
-    why = row_problem(round_, data)
+    why = row_problem(round_, data, 1 if version is None else version)
     if why is not None or data is None or type_ is None or version is None:
         return why
     try:
@@ -212,16 +218,16 @@ class Shape(NamedTuple, Generic[T]):
 WHOLE = Shape(
     ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash"),
     lambda r: StoredEvent(
-        r[0], r[3] if r[3] >= 0 else _below_0(), r[4], r[5], event_data(r[4], r[6], r[5]), Stamp(r[1], r[2], *r[7:10])
+        r[0], _round(r[3], r[5]), r[4], r[5], event_data(r[4], r[6], r[5]), Stamp(r[1], r[2], *r[7:10])
     ),
 )
 ROW = Shape(
     ("seq", "round", "type", "schema_version", "data"),
-    lambda r: StoredEvent(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], r[3], event_data(r[2], r[4], r[3])),
+    lambda r: StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3], event_data(r[2], r[4], r[3])),
 )
 META = Shape(
     ("seq", "round", "type", "schema_version"),
-    lambda r: StoredEvent(r[0], r[1] if r[1] >= 0 else _below_0(), r[2], r[3]),
+    lambda r: StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3]),
 )
 RAW = Shape(
     ("seq", "event_id", "round", "type", "schema_version", "data", "prev_hash", "hash", "texts", *KEY_FIELDS),
@@ -461,9 +467,10 @@ class LogOperator(Stored):
             if want != r.hash:
                 problems.append(f"seq {r.seq}: hash mismatch (event {r.event_id} was altered)")
             prev = r.hash
-            data, shape = stored_problem(r)
-            if data is None or r.round < 0 or (shape is not None and r.type in CATALOG):  # what every read passes over
-                problems.append(f"seq {r.seq}: {NEGATIVE_ROUND if r.round < 0 else shape}{PASSED}")
+            columns = column_problem(r.round, r.schema_version)
+            data, shape = stored_problem(r) if columns is None else (None, None)
+            if data is None or columns is not None or (shape is not None and r.type in CATALOG):  # every read skips it
+                problems.append(f"seq {r.seq}: {columns or shape}{PASSED}")
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")

@@ -30,7 +30,7 @@ from diagevo.log.recorder import (
     read_problem,
     restore_texts,
 )
-from diagevo.log.stored import loads_state
+from diagevo.log.stored import column_problem, loads_state
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
@@ -351,9 +351,13 @@ class SQLRecorder(Recorder):
         columns = shape.columns
         at = columns.index("data") if "data" in columns else None
         kept = []
+        version_at = columns.index("schema_version") if "schema_version" in columns else None
         for r in rows:
-            kind = (r[columns.index("type")], r[columns.index("schema_version")]) if at is not None else (None, None)
-            why = read_problem(r[columns.index("round")], None if at is None else r[at], *kind)
+            version = 1 if version_at is None else r[version_at]
+            if at is None:  # no data read: its columns alone
+                why = column_problem(r[columns.index("round")], version)
+            else:
+                why = read_problem(r[columns.index("round")], r[at], r[columns.index("type")], version)
             if why is None:
                 kept.append(r)
                 continue

@@ -70,12 +70,26 @@ def loads_data(text_: str) -> dict[str, Any]:
     return value
 
 
-def row_problem(round_: int, data: str | None) -> str | None:
-    """Why every reader passes over a stored row (its round below 0, its data past the readers'
-    bounds or no JSON object), or None: what a read says of a row it could not make
-    (``data`` None: a read of no data)."""
+def column_problem(round_: Any, version: Any = 1) -> str | None:
+    """Why every reader passes over a stored row for its columns, or None: its round or its
+    ``schema_version`` no whole number (SQLite keeps a value of any type in any column, whatever
+    the column's declared type), its round below 0."""
+    if type(round_) is not int:
+        return "its round is not a whole number"
     if round_ < 0:
         return NEGATIVE_ROUND
+    if type(version) is not int:
+        return "its schema_version is not a whole number"
+    return None
+
+
+def row_problem(round_: Any, data: str | None, version: Any = 1) -> str | None:
+    """Why every reader passes over a stored row (its columns, :func:`column_problem`; its data
+    past the readers' bounds or no JSON object), or None: what a read says of a row it could not
+    make (``data`` None: a read of no data)."""
+    why = column_problem(round_, version)
+    if why is not None:
+        return why
     if data is None:
         return None
     try:

@@ -29,7 +29,8 @@ from diagevo.curriculum.stats import question_stats
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
-from diagevo.views.memory import commit_memories, load_memory
+from diagevo.views.admission import Admission, admission
+from diagevo.views.memory import commit_memories
 from diagevo.views.queries import step_row
 from diagevo.views.runs import RunSummary, summarise
 from diagevo.views.stats import (
@@ -170,12 +171,13 @@ class _Scanned:
 _SCANNED = frozenset((RunStarted, RoundCommitted, QuestionGenerated, EvalRecorded, CheckpointSelected, TrainStep))
 
 
-def _scan(store: EventReader, run: str) -> _Scanned:
+def _scan(store: EventReader, run: str, admitted: Admission) -> _Scanned:
+    """The run's rows the rules admit (:mod:`diagevo.views.admission`), scanned once."""
     found = _Scanned()
     # the texts the report shows (questions, failures) are read back; the rest stays lean
     shown = {e.seq: e for e in store.rows(run, types=_SHOWN_TEXTS, texts=True)}
     withdrawn = Withdrawn.of(store, run)  # a withdrawn batch's questions were never recorded
-    for row in store.rows(run):
+    for row in admitted.admitted(store.rows(run)):
         row = shown.get(row.seq, row)
         found.rows.append(row)
         found.last_seq = row.seq
@@ -188,8 +190,7 @@ def _scan(store: EventReader, run: str) -> _Scanned:
 
 def load_run(store: Recorder, run: str) -> RunData:
     """Read ``run`` from ``store`` (see the module docstring)."""
-    found = _scan(store, run)
-    load_memory(store, run)  # folded through its end, as every reader does: what none can use is refused here too
+    found = _scan(store, run, admission(store, run))  # the memory folded through its end: its refusals left out
     recorded_at = next(store.read(run, after_seq=found.last_seq - 1)).recorded_at
     stats = round_stats(store, run)
     # every metric by name (held-out and pseudo-label accuracy always, null where not recorded;

@@ -51,7 +51,7 @@ def recovery(store: EventReader, run: str, event: StoredEvent) -> tuple[str, Cal
     refuses): the words, and the fork that does it, from the last round committed before it
     (None when no round is: nothing before it to fork)."""
     before = [r.round for r in store.rows(run, types=(RoundCommitted,), upto_seq=event.seq - 1, data=False)]
-    if CATALOG[event.type] is RunStarted or not before:
+    if CATALOG.get(event.type) is RunStarted or not before:
         return "the run has no round before it to fork: start a new run", None
     last = before[-1]
     return f"its rounds through {last} are intact: fork it from round {last}", fork_call(run, last, f"{run}-r{last}")
