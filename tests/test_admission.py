@@ -57,8 +57,10 @@ def _commit_data(url: str, rnd: int) -> str:
 def test_resume_trains_past_a_commit_of_a_round_that_never_ran(db: str) -> None:  # noqa: F811
     """A ``round.committed`` of round 4 written after round 2 (round 3 never ran) is no commit:
     ``train --resume --rounds 3`` trains round 3 (not "nothing to do", as it said when resume read
-    the raw commits). Round 4 after it is still refused by the writers' counts, which take the
-    forged commit (the admission issue's next part)."""
+    the raw commits). Round 4 can never be committed in this run (the database keeps one commit a
+    round, and the forged one holds it): ``--rounds 4`` says so in one line before the round trains,
+    naming the row and the fork from round 3, and opens no round (it trained round 4, then failed
+    on the commit, at every try)."""
     commit = _raw(db, "m", "round.committed", 4, _commit_data(db, 2))
     with open_log(db, create=False) as log:
         assert committed_rounds(log, "m") == [1, 2]
@@ -66,7 +68,14 @@ def test_resume_trains_past_a_commit_of_a_round_that_never_ran(db: str) -> None:
     code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
     assert code == 0, err
     with open_log(db, create=False) as log:
+        head = log.last_seq("m")
+    code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "4", "--quiet", "--db", db)
+    assert code == 1 and "internal error" not in err, err
+    assert f"round.committed of round 4 at seq {commit} that the rules refuse" in err, err
+    assert "fork it from round 3" in err and "diagevo memory fork --run m --round 3" in err, err
+    with open_log(db, create=False) as log:
         assert committed_rounds(log, "m") == [1, 2, 3]
+        assert [e.type for e in log.read("m", after_seq=head)] in ([], ["run.configured"])  # train.rounds=4 at most
         assert [r.seq for r in admission(log, "m").refusals] == [commit]
 
 

@@ -475,6 +475,11 @@ class Ledger:
         return self._take(rnd, event, seq)
 
     def _take(self, rnd: int, event: Event, seq: int) -> Broken:
+        if self.folds and self.draft is not None and not self.refused_now:
+            out_of_order = self.draft.order_problem(type(event), rnd)
+            if out_of_order is not None:  # passed over: neither counted nor held against the counts
+                self._refuse(InvariantError(out_of_order), seq, type(event).name)
+                return None
         rule = RULES.get(type(event))
         broken = None if rule is None else rule(self.tally, rnd, event, self.draft if self.folds else None)
         self.tally.last = (rnd, type(event))

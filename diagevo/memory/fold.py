@@ -222,13 +222,22 @@ class Draft:
     def _elsewhere(self, cls: type[Event], t: int) -> bool:
         """An event of a round other than the one after the last commit: only retrospective
         bookkeeping may name a committed round (and changes nothing)."""
-        if cls in RETROSPECTIVE and t <= self.committed:
-            return False
+        why = self.order_problem(cls, t)
+        if why is not None:
+            raise InvariantError(why)
+        return False
+
+    def order_problem(self, cls: type[Event], t: int) -> str | None:
+        """Why an event of ``cls`` in round ``t`` is out of the order of rounds, or None: rounds
+        move forward one commit at a time, and only retrospective bookkeeping may name a round
+        already committed. What the fold refuses for its place alone, before any memory rule."""
+        if t == self.committed + 1 or (cls in RETROSPECTIVE and t <= self.committed):
+            return None
         if t > self.committed:
-            raise InvariantError(f"round {t} starts before round {self.committed + 1} was committed")
+            return f"round {t} starts before round {self.committed + 1} was committed"
         if cls is RoundCommitted and t in self._rounds:
-            raise InvariantError(f"round {t} committed twice")
-        raise InvariantError(f"round {t} goes backwards: round {self.committed} is already committed")
+            return f"round {t} committed twice"
+        return f"round {t} goes backwards: round {self.committed} is already committed"
 
     def _set_cause(self, cause: Cause, state: CauseState, frequency: int) -> None:
         self._causes_w()[cause.id] = Cause(

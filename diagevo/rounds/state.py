@@ -17,9 +17,10 @@ from diagevo.catalog import (
     RunStarted,
     of_type,
 )
-from diagevo.errors import open_call, start_call
+from diagevo.errors import fork_call, open_call, start_call
 from diagevo.log import EventReader, Recorder, StoredEvent
-from diagevo.memory.fold import taken
+from diagevo.memory.fold import decided, taken
+from diagevo.memory.state import Refusal
 from diagevo.rounds.protocol import (
     OutOfOrder,
     ProtocolError,
@@ -142,6 +143,26 @@ def current_round(store: EventReader, run: str) -> int:
     return st.open_round
 
 
+def _refuse_a_taken_slot(run: str, t: int, milestones: list[StoredEvent]) -> None:
+    """Round ``t`` cannot open where the log holds a milestone of it the rules refuse (a commit of
+    round ``t`` written before round ``t - 1`` was committed): the database keeps one of each per
+    round, so the round could never be committed. Said before the round trains, with the way out."""
+    refused = {r.seq: r.why for r in decided(milestones, run) if isinstance(r, Refusal)}
+    row = next((row for row in milestones if row.round == t and row.seq in refused), None)
+    if row is None:
+        return
+    said = (
+        f"round {t} of run {run!r} cannot run: the log holds a {row.type} of round {t} at seq {row.seq} "
+        f"that the rules refuse ({refused[row.seq]}), and a round has one"
+    )
+    if t <= 1:
+        raise OutOfOrder(f"{said}: start a new run")
+    raise OutOfOrder(
+        f"{said}; its rounds through {t - 1} are intact: fork it from round {t - 1} with",
+        fork_call(run, t - 1, f"{run}-r{t - 1}"),
+    )
+
+
 def open_round(store: Recorder, run: str, t: int | None = None) -> int:
     """Append ``round.started`` for the next round (``t`` defaults to it); opening the open
     round again is a no-op. Returns the round."""
@@ -153,7 +174,8 @@ def open_or_reopen(store: Recorder, run: str, t: int | None) -> tuple[int, bool]
     chosen: list[tuple[int, bool]] = []
 
     def decide(read: Reader) -> list[EventIn]:
-        st = state_from_rows(run, read(MILESTONES))
+        milestones = list(read(MILESTONES))
+        st = state_from_rows(run, milestones)
         refused = whatif_refusal(run, fork_marker(store, run), "no round continues it")
         if refused is not None:
             raise ProtocolError(refused[0], refused[1], about=run)
@@ -163,6 +185,7 @@ def open_or_reopen(store: Recorder, run: str, t: int | None) -> tuple[int, bool]
             raise OutOfOrder(f"round {want} of run {run!r} is committed already")
         if want != nxt:
             raise OutOfOrder(f"round {want} cannot open in run {run!r}: round {nxt} comes first")
+        _refuse_a_taken_slot(run, want, milestones)
         chosen.append((want, want in st.started))
         return [] if want in st.started else [round_event(run, want, RoundStarted.name, RoundStarted())]
 

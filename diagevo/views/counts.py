@@ -20,6 +20,7 @@ from diagevo.log import EventReader, StoredEvent
 from diagevo.memory.checkpoints import CHECKPOINT_READS, CHECKPOINT_TYPES
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.schemas import EventIn
+from diagevo.views.memory import BEARINGS, bearings
 
 ROUND_MILESTONES = (RoundStarted, CausePromoted, PromotionsDecided, RoundCommitted)
 ROUND_EVIDENCE = (*ROUND_MILESTONES, QuestionGenerated, QuestionScored)  # what a round's promotions follow from
@@ -40,7 +41,13 @@ def stored_tally(store: EventReader, run: str, events: Iterable[EventIn], *, rou
             found.update((e.seq, e) for e in store.rows(run, types=(BatchWithdrawn,)))  # what they take back
     for rnd in sorted({ev.round for ev in mine}) if rounds else ():
         found.update((e.seq, e) for e in store.rows(run, types=ROUND_EVIDENCE, in_round=rnd))
+    if found:  # a milestone the fold refused (a commit of a round that never ran) is none of the run's
+        kept = {row.seq for row in bearings(store, run)}
+        found = {seq: e for seq, e in found.items() if seq in kept or e.type not in _BEARING_NAMES}
     ledger = Ledger(run, folds=False)
     for seq in sorted(found):
         ledger.take_row(found[seq])  # its breaks: verify names them
     return ledger.tally
+
+
+_BEARING_NAMES = frozenset(t.name for t in BEARINGS)
