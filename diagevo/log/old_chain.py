@@ -36,7 +36,6 @@ from sqlalchemy.engine import Connection
 from diagevo.log.errors import StoreError
 
 REVISIONS = frozenset(f"{n:04d}" for n in range(1, 20))  # 0001_event_log ... 0019_evidence_rules
-BASELINE = "0001"  # the revision the carried-over rows are appended at (migrations/versions/0001_baseline.py)
 HOLD = "old_chain_events"  # the temporary table the rows wait in
 
 # the data fields the key columns copy (the old 0004 and the baseline alike, frozen here)

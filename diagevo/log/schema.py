@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from diagevo.errors import NEWER, Call, Fix
-from diagevo.log import old_chain
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
 from diagevo.log.errors import LockTimeout, SchemaOutdated, StoreError
 from diagevo.log.recorder import LOCK_WAIT_S
@@ -78,7 +77,7 @@ def _script() -> ScriptDirectory:
 # The newest migration; a test checks it against Alembic's head. A database already there is
 # opened without importing Alembic at all (about a fifth of a second of every command).
 HEAD_REVISION = "0001"
-BASELINE = old_chain.BASELINE  # the first revision of this chain, where an earlier diagevo's log is carried over
+BASELINE = "0001"  # the first revision of this chain, where an earlier diagevo's log is carried over
 
 
 def revision_if_plain(engine: Engine, url: str) -> str | None:
@@ -104,6 +103,8 @@ def head_revision() -> str:
 def status_of(conn: Connection, url: str) -> RevisionStatus:
     head = head_revision()
     from alembic.runtime.migration import MigrationContext
+
+    from diagevo.log import old_chain  # with SQLAlchemy: a read of a current database loads neither
 
     cur = MigrationContext.configure(conn).get_current_revision()
     state: State
@@ -215,6 +216,8 @@ def upgrade_in(conn: Connection, target: str = "head") -> None:
 def carry_over(conn: Connection) -> None:
     """An earlier diagevo's database (the migrations before the baseline) at the baseline, its log
     appended as it was, in the caller's transaction (:mod:`diagevo.log.old_chain`)."""
+    from diagevo.log import old_chain
+
     count = old_chain.hold_rows(conn)
     old_chain.drop_old(conn)
     upgrade_in(conn, BASELINE)
