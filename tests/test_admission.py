@@ -156,3 +156,24 @@ def test_a_row_of_mistyped_columns_stops_no_reader(
     assert any(p.startswith(f"seq {seq}: ") for p in json.loads(out)["problems"]), out
     code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
     assert code == 0, err
+
+
+def test_a_commit_of_vast_figures_renders_everywhere(db: str, tmp_path: Path) -> None:  # noqa: F811
+    """A ``round.committed`` in shape whose ``timing`` holds 1e308 seconds a phase and whose held-out
+    accuracy is 1e308 (a raw row): ``report`` renders (it ended in `internal error: OverflowError`),
+    ``memory stats`` shows no such accuracy, and ``memory verify`` names the timing."""
+    code, _, err = cli("round", "start", "--run", "m", "--db", db)
+    assert code == 0, err
+    data = json.loads(_commit_data(db, 2))
+    data["timing"] = dict.fromkeys(data["timing"], 1e308)
+    data["heldout_acc"] = 1e308
+    seq = _raw(db, "m", "round.committed", 3, json.dumps(data))
+    code, _, err = cli("report", "--run", "m", "-o", str(tmp_path / "r.html"), "--db", db)
+    assert code == 0 and "internal error" not in err, err
+    code, out, err = cli("memory", "stats", "--run", "m", "--db", db, "--json")
+    assert code == 0, err
+    (third,) = [r for r in json.loads(out)["rounds"] if r["round"] == 3]
+    assert third.get("heldout_acc") is None, third  # absent, as a figure not recorded
+    code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
+    problems = json.loads(out)["problems"]
+    assert code == 1 and any(p.startswith(f"seq {seq}: ") and "beyond 1e+12 seconds" in p for p in problems), problems

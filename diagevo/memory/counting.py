@@ -406,17 +406,26 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
     return frozenset(c.cause_id for c in changes)
 
 
+FIGURE_BOUND = 1e12
+"""The largest magnitude of a figure a reader takes from the log (seconds, counts, metrics): a
+hundred rounds of them still sum, draw and format as finite numbers. A row stored raw may hold
+1e308 or 10^300 where a figure belongs; readers take such a value as none, and verify names it."""
+
+
 def timing_problem(timing: Any) -> str | None:
     """What in a commit's ``timing`` (seconds by phase) its readers cannot read, or None: a phase
-    whose seconds are no number. The types of the commit's fields themselves are the catalog's
-    (:class:`~diagevo.catalog.RoundCommitted`'s: checked on every write, the database's included); the
-    values inside ``timing`` are this rule's."""
+    whose seconds are no number, or beyond :data:`FIGURE_BOUND`. The types of the commit's fields
+    themselves are the catalog's (:class:`~diagevo.catalog.RoundCommitted`'s: checked on every
+    write, the database's included); the values inside ``timing`` are this rule's."""
     if not isinstance(timing, Mapping):
         return None  # null, or no object: the catalog's type check names it
     slow = next((phase for phase, sec in timing.items() if "number" not in json_kinds(sec)), None)
-    if slow is None:
+    if slow is not None:
+        return f"holds timing.{slow} as {' or '.join(sorted(json_kinds(timing[slow])))}, not a number of seconds"
+    vast = next((phase for phase, sec in timing.items() if not -FIGURE_BOUND <= sec <= FIGURE_BOUND), None)
+    if vast is None:
         return None
-    return f"holds timing.{slow} as {' or '.join(sorted(json_kinds(timing[slow])))}, not a number of seconds"
+    return f"holds timing.{vast} as {repr(timing[vast])[:24]}, beyond {FIGURE_BOUND:g} seconds"
 
 
 def _cause_said(matched: Any, described: Any) -> str:

@@ -21,6 +21,7 @@ from typing import Any, cast
 from diagevo.catalog import CATALOG, BatchWithdrawn, EvalRecorded, RoundCommitted
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import StoredEvent
+from diagevo.memory.counting import FIGURE_BOUND
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import commit_memories, taken_rows
@@ -221,8 +222,12 @@ def is_family_detail(name: str) -> bool:
 
 
 def number(value: Any) -> Any:
-    """A number from the log, or None (a missing or other value: a boolean is no number)."""
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A figure from the log, or None: a missing or other value (a boolean is no number), or one
+    that is not finite or beyond :data:`~diagevo.memory.counting.FIGURE_BOUND` (shown as absent,
+    as a missing one)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return value if -FIGURE_BOUND <= value <= FIGURE_BOUND else None  # NaN compares false: none
 
 
 def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int | None = None) -> RoundStats:
