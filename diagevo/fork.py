@@ -32,6 +32,7 @@ from diagevo.results.runs import CauseDiffers, CauseSide, Fork, RunDiff, SameIdD
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
+from diagevo.views.admission import admission
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.configs import passed_config
@@ -70,7 +71,7 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
     gone = checkpoint_log(store, source).gone(needed) if needed is not None else None
     if gone is not None:
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone)}")
-    left = set(checkpoints.passed)
+    left = set(checkpoints.passed) | admission(store, source).refused  # what the fold refused stays behind
     copied = store.read(source, upto_seq=commit_seq, texts=True)
     kept = (e for e in copied if e.seq not in left and not passed_config(store, source, e))
     events = [ev for e in kept if (ev := copy_or_pass_over(store, e, source, new)) is not None]

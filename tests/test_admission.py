@@ -177,3 +177,20 @@ def test_a_commit_of_vast_figures_renders_everywhere(db: str, tmp_path: Path) ->
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
     problems = json.loads(out)["problems"]
     assert code == 1 and any(p.startswith(f"seq {seq}: ") and "beyond 1e+12 seconds" in p for p in problems), problems
+
+
+def test_a_fork_leaves_behind_what_the_fold_refused(forged: Forged) -> None:  # noqa: F811
+    """A second ``cause.created`` of C1 written into round 2, then round 2 committed: a fork at
+    round 2 copies the run without the refused row (it copied it as a fact of its own), and the
+    fork verifies."""
+    twice = forged.forge("cause.created", 2, {"cause_id": "C1", "node_id": "N1", "description": FORGED})
+    forged.forge("round.committed", 2, {})
+    code, _, err = cli("memory", "fork", "--run", RUN, "--round", "2", "--to", "copy", "--db", forged.db)
+    assert code == 0, err
+    with open_log(forged.db, create=False) as log:
+        copied = [e for e in log.read("copy", texts=True) if e.type == "cause.created"]
+        assert copied and FORGED not in [e.event.description for e in copied]  # type: ignore[attr-defined]
+        assert admission(log, "copy").refusals == ()
+        assert twice in admission(log, RUN).refused
+    code, out, err = cli("memory", "verify", "--run", "copy", "--db", forged.db, "--json")
+    assert code == 0, out
