@@ -57,6 +57,12 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 """The JSON types a field may declare, as the Python values ``json.loads`` gives."""
 
 
+FIGURE_BOUND = 1e12
+"""The largest magnitude of a figure a reader takes from the log (seconds, counts, metrics): a
+hundred rounds of them still sum, draw and format as finite numbers. A row stored raw may hold
+1e308 or 10^300 where a figure belongs; readers take such a value as none, and verify names it."""
+
+
 def json_kinds(value: Any) -> set[str]:
     """The JSON types ``value`` is, as PostgreSQL's ``jsonb_typeof`` and the registry's checks
     see them: a boolean is no number; a number without a fractional part is also an integer."""

@@ -44,7 +44,7 @@ from diagevo.catalog import (
     RoundStarted,
     RunForked,
 )
-from diagevo.catalog.event import json_kinds
+from diagevo.catalog.event import FIGURE_BOUND, json_kinds
 from diagevo.config.base import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
@@ -404,12 +404,6 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
     method = config_from_record(dict(mem.config)).memory
     changes = decide_promotions(mem, evidence, method.theta_up, enabled=method.state_updates)  # type: ignore[arg-type]
     return frozenset(c.cause_id for c in changes)
-
-
-FIGURE_BOUND = 1e12
-"""The largest magnitude of a figure a reader takes from the log (seconds, counts, metrics): a
-hundred rounds of them still sum, draw and format as finite numbers. A row stored raw may hold
-1e308 or 10^300 where a figure belongs; readers take such a value as none, and verify names it."""
 
 
 def timing_problem(timing: Any) -> str | None:

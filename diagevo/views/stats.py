@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from diagevo.catalog import CATALOG, BatchWithdrawn, EvalRecorded, RoundCommitted
+from diagevo.catalog.event import FIGURE_BOUND
 from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import StoredEvent
-from diagevo.memory.counting import FIGURE_BOUND
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.views.memory import commit_memories, taken_rows
@@ -223,7 +223,7 @@ def is_family_detail(name: str) -> bool:
 
 def number(value: Any) -> Any:
     """A figure from the log, or None: a missing or other value (a boolean is no number), or one
-    that is not finite or beyond :data:`~diagevo.memory.counting.FIGURE_BOUND` (shown as absent,
+    that is not finite or beyond :data:`~diagevo.catalog.event.FIGURE_BOUND` (shown as absent,
     as a missing one)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
