@@ -52,12 +52,11 @@ def stored_config(store: EventReader, run: str) -> MethodConfig | None:
     """:func:`run_config`, or None for a run the log does not hold: the newest config row the
     fold takes (:func:`~diagevo.views.memory.bearings`; a ``run.configured`` it refused, written
     into a round already committed say, is no config of the run's)."""
-    last = next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
+    configs = [row for row in bearings(store, run) if row.type in CONFIG_NAMES]
+    # none taken (a run whose rows hold no run.started): its newest stored config, as it is
+    last = configs[-1] if configs else next(store.read(run, types=CONFIG_TYPES, limit=1, newest=True), None)
     if last is None:
         return None
-    configs = [row for row in bearings(store, run) if row.type in CONFIG_NAMES]
-    if configs and configs[-1].seq != last.seq:  # the newest was refused: the newest the fold took
-        last = next(store.read(run, after_seq=configs[-1].seq - 1, upto_seq=configs[-1].seq))
     fault = config_fault(last)
     if fault is not None:  # a log stored before its config was checked, or a raw write
         raise unusable_config(store, run, last, fault)
