@@ -34,9 +34,11 @@ $(CORE_STAMP): pyproject.toml Makefile requirements/constraints.txt | $(BIN)/pyt
 train: $(CORE_STAMP)
 	$(BIN)/diagevo train $(ARGS)
 
-# the fast tier (a few minutes); the slow tier: real-model steps, multi-process runs and soaks
+# the fast tier (a few minutes); the slow tier: real-model steps, multi-process runs and soaks.
+# TEST_JOBS pytest processes (pytest-xdist), a test file to one of them: its module fixtures built once
+TEST_JOBS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow and not vllm" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not vllm" -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 # the quick tier, for the edit-and-test loop: the in-process tests of the core's rules (events and
 # their bytes, bounds, the config, the memory's rules and what counts, the round protocol, the

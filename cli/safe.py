@@ -50,8 +50,14 @@ class SafeConsole(Console):
 
 
 def make_console(*, stderr: bool = False, **kwargs: Any) -> SafeConsole:
-    """A console for the CLI: markup and emoji codes off, control characters escaped."""
-    return SafeConsole(stderr=stderr, markup=False, emoji=False, **kwargs)
+    """A console for the CLI: markup and emoji codes off, control characters escaped. Without a
+    ``width`` given, its width is the terminal's or ``$COLUMNS`` when it prints, not the value
+    ``$COLUMNS`` held when it was made (which Rich keeps: a console made at import would keep the
+    width of whatever environment imported it first)."""
+    console = SafeConsole(stderr=stderr, markup=False, emoji=False, **kwargs)
+    if kwargs.get("width") is None:
+        console.width = None  # type: ignore[assignment]  # Rich's setter: the width is measured when it prints
+    return console
 
 
 def plain(value: object, *, newlines: bool = False, limit: int | None = LONGEST) -> str:
