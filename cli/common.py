@@ -111,11 +111,18 @@ def open_store(
 
 
 def name_passed_over(store: Recorder) -> None:
-    """Each row the command's readers passed over, a line on stderr (run, seq, why)."""
-    from diagevo.log.recorder import passed_line
+    """Each row of the runs the command read that the rules refuse (their admission,
+    :func:`~diagevo.views.admission.admission`), a line on stderr (run, seq, why)."""
+    from diagevo.views.admission import admission
 
-    for (run, seq), why in store.passed_over.items():
-        err_console.print(text(passed_line(run, seq, why)), soft_wrap=True)
+    for run in list(store.read_runs):
+        for line in admission(store, run).lines():
+            say_passed(line)
+
+
+def say_passed(line: str) -> None:
+    """A row passed over (:func:`~diagevo.results.runs.passed_line`), a line on stderr."""
+    err_console.print(text(line), soft_wrap=True)
 
 
 def _bad_row(store: Recorder, exc: Exception) -> Exception:

@@ -16,11 +16,12 @@ from diagevo.cli.common import (
     emit_json,
     open_store,
     round_from_0,
+    say_passed,
     spell,
 )
 from diagevo.cli.safe import text
 from diagevo.fork import diff_runs, fork_run
-from diagevo.results.runs import RunDiff
+from diagevo.results.runs import RunDiff, passed_line
 from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config
 from diagevo.text.words import plural, times
 
@@ -44,6 +45,8 @@ def fork(
     if json:
         emit_json(done | {"trainer": trainer})
         return
+    for left in done["left_behind"]:  # rows the copy's class refuses: the source's own refusals are named apart
+        say_passed(passed_line(run, left["seq"], left["why"]))
     if ours:
         # a fork at or past its run's last round trains one more round when continued
         more = [] if saved is not None and saved.train.rounds > at_round else ["--rounds", str(at_round + 1)]

@@ -227,7 +227,7 @@ def events(
         page = list_events(store, run, wanted, limit)
     if jsonl:
         for e in page.events:
-            emit_json(event_json(e))
+            emit_json(event_json(e, page.refused.get(e.seq)))
     elif json:
         emit_json(page.to_json())
     else:
@@ -250,7 +250,9 @@ def _event_classes(types: list[str]) -> frozenset[Any]:
 def _print_events(page: Any) -> None:
     table = Table("seq", "round", "type", "data", title=text(f"run {page.run}"), title_justify="left")
     for e in page.events:
-        table.add_row(str(e.seq), str(e.round), e.type, text(_data_line(payload(e))))
+        refused = page.refused.get(e.seq)
+        kind = text(e.type) if refused is None else text(e.type, ("\npassed over: " + refused, "dim"))
+        table.add_row(str(e.seq), str(e.round), kind, text(_data_line(payload(e))))
     console.print(table)
     if page.truncated:
         console.print(

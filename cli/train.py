@@ -23,6 +23,7 @@ from diagevo.cli.common import (
     emit_json,
     open_store,
     program,
+    say_passed,
     spell,
 )
 from diagevo.cli.fixes import detail, spell_fix
@@ -33,6 +34,7 @@ from diagevo.doctor import preflight
 from diagevo.errors import BadInput
 from diagevo.errors.installation import shipped
 from diagevo.log.paths import run_dir
+from diagevo.results.runs import passed_line
 from diagevo.text.redaction import redact_config
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url
@@ -297,6 +299,8 @@ def _train_rounds(cfg: Any, request: TrainRequest) -> None:
                 )
 
             _with_progress(run_rounds, request, run_id)
+            if request.resume and (note := training.resume_note(store, cfg, run_id)) is not None:
+                say_passed(passed_line(run_id, note.seq, note.why))
             outcome.cause = training.cause_to_audit(store, run_id)
             outcome.persistent = store.persistent
     _print_outcome(outcome, request)

@@ -10,8 +10,9 @@ import typer
 from rich import box
 from rich.table import Table
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, say_passed
 from diagevo.cli.safe import text
+from diagevo.results.runs import passed_line
 from diagevo.whatif import RoundOutcome, Sweep, what_if_sweep
 
 
@@ -38,6 +39,9 @@ def whatif(
     if json:
         emit_json(asdict(done))
         return
+    for w in done.whatifs:  # the source's rows a what-if was made without: the rules' refusals are named apart
+        for left in w.left_behind:
+            say_passed(passed_line(w.source, left.seq, left.why))
     render(done)
 
 

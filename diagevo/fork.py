@@ -24,21 +24,20 @@ from diagevo.catalog import (
 from diagevo.catalog.ids import event_id, source_event_id
 from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.interchange import copy_or_pass_over
+from diagevo.interchange import copied_or_left
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
-from diagevo.results.runs import CauseDiffers, CauseSide, Fork, RunDiff, SameIdDiffers, ScheduleRow
+from diagevo.results.runs import CauseDiffers, CauseSide, Fork, LeftBehind, RunDiff, SameIdDiffers, ScheduleRow
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.admission import admission
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.checkpoints import checkpoint_log
-from diagevo.views.configs import passed_config
+from diagevo.views.forks import fork_marker, whatif_refusal
 from diagevo.views.memory import committed_rounds, load_memory
 from diagevo.views.queries import pruned_note
-from diagevo.views.runs import fork_marker, whatif_refusal
 from diagevo.views.stats import round_stats
 
 
@@ -64,17 +63,17 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         raise ForkError(refused[0], refused[1], about=source)
     commit = next(e for e in store.read(source, types=(RoundCommitted,)) if e.round == at_round)
     commit_seq, last_hash = commit.seq, commit.hash
-    # what the fork's first round would load: the checkpoint events the rule refuses are passed
-    # over (named), and left behind by the copy, as a config no loader takes is
-    checkpoints = checkpoint_log(store, source, upto_seq=commit_seq)
-    needed = checkpoints.latest(at_round)
+    # what the fork's first round would load (the checkpoint events the rule refuses left out)
+    needed = checkpoint_log(store, source, upto_seq=commit_seq).latest(at_round)
     gone = checkpoint_log(store, source).gone(needed) if needed is not None else None
     if gone is not None:
         raise ForkError(f"cannot fork run {source!r} at round {at_round}: {pruned_note(gone)}")
-    left = set(checkpoints.passed) | admission(store, source).refused  # what the fold refused stays behind
-    copied = store.read(source, upto_seq=commit_seq, texts=True)
-    kept = (e for e in copied if e.seq not in left and not passed_config(store, source, e))
-    events = [ev for e in kept if (ev := copy_or_pass_over(store, e, source, new)) is not None]
+    # the rows the rules refuse stay behind (a forged fact, a config no loader takes, a checkpoint
+    # event the rule refuses), and so does a row the copy's class refuses
+    kept = admission(store, source).admitted(store.read(source, upto_seq=commit_seq, texts=True))
+    copies = [copied_or_left(e, source, new) for e in kept]
+    events = [ev for ev in copies if isinstance(ev, EventIn)]
+    left = tuple(ev for ev in copies if isinstance(ev, LeftBehind))
     forked = RunForked(source_run=source, source_round=at_round, source_hash=last_hash, source_seq=commit_seq)
     events.append(new_event(forked, run=new, at_round=at_round, event_id=event_id(new, at_round, RunForked.name)))
     changed = _configured(events, new, at_round + 1, list(overrides)) if overrides else None
@@ -96,6 +95,7 @@ def fork_run(store: Recorder, source: str, at_round: int, new: str, overrides: S
         run=new,
         events=len(events),
         configured=changed is not None,
+        left_behind=left,
     )
 
 

@@ -21,15 +21,15 @@ from diagevo.errors import BadInput
 from diagevo.log import EventReader, Recorder, StoredEvent, payload
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.chain import GENESIS_HASH, Pending, canonical_event_json, chain_hash
-from diagevo.log.recorder import pass_over
 from diagevo.memory.counting import Ledger, Tally
 from diagevo.memory.fold import Draft
+from diagevo.results.runs import LeftBehind
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.text.parsing import loads, one_line, split_lines
 from diagevo.views.caches import refresh
 from diagevo.views.counts import stored_tally
+from diagevo.views.forks import fork_source_problem
 from diagevo.views.memory import load_memory
-from diagevo.views.runs import fork_source_problem
 
 EXPORT_ONLY_FIELDS = ("seq", "recorded_at", "hash", "prev_hash")
 
@@ -241,15 +241,14 @@ def copied_event(e: StoredEvent, source: str, new: str, **changed: Any) -> Event
     )
 
 
-def copy_or_pass_over(store: EventReader, e: StoredEvent, source: str, new: str, **changed: Any) -> EventIn | None:
-    """:func:`copied_event`, or None for a stored event its class refuses (a row written raw, past
-    every check): passed over, named (:func:`~diagevo.log.recorder.pass_over`), as every reader of
-    the source passes it over, so a fork or a what-if of such a log is made rather than stopped."""
+def copied_or_left(e: StoredEvent, source: str, new: str, **changed: Any) -> EventIn | LeftBehind:
+    """:func:`copied_event`, or what the copy leaves behind of a stored event its class refuses (a
+    row written raw, past every check, that its readers take unvalidated): a fork or a what-if of
+    such a log is made without it rather than stopped, and says so."""
     try:
         return copied_event(e, source, new, **changed)
     except InvalidEvent as exc:
-        pass_over(store, source, e.seq, one_line(str(exc)))
-        return None
+        return LeftBehind(e.seq, one_line(str(exc)))
 
 
 def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestResult:

@@ -38,20 +38,20 @@ from diagevo.catalog import (
 from diagevo.catalog.ids import event_id, rebase_event_id
 from diagevo.config.sections import MemoryConfig, config_from_record
 from diagevo.errors import BadInput, NotFound
-from diagevo.interchange import copy_or_pass_over
+from diagevo.interchange import copied_or_left
 from diagevo.log import EventReader, Recorder, StoredEvent
-from diagevo.log.recorder import pass_over
 from diagevo.memory.deciders import DecisionError, decide_attribution, decide_promotions, promotion_evidence
 from diagevo.memory.fold import Draft, InvariantError, start
 from diagevo.memory.forks import WHATIF_SETTINGS, whatif_config
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.results.runs import LeftBehind
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.text.words import did_you_mean
+from diagevo.views.admission import admission
 from diagevo.views.caches import refresh as refresh_snapshots
-from diagevo.views.configs import passed_config
 from diagevo.views.memory import commit_memories, committed_rounds
 from diagevo.views.stats import count_rounds
 
@@ -115,6 +115,7 @@ class WhatIf:
     events: int
     created: bool  # False: the same what-if was in the database already
     rounds: list[RoundOutcome] = field(default_factory=list)
+    left_behind: tuple[LeftBehind, ...] = ()  # the source's rows it was made without (beyond the refused)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,12 +194,15 @@ class _Deriving:
     # promotions.decided to mark the step (a log written before it existed, or by a trainer without it)
     unmarked: dict[int, int] = field(default_factory=dict)
     out: list[EventIn] = field(default_factory=list)
+    left: list[LeftBehind] = field(default_factory=list)  # the source's rows the what-if is made without
 
     def copy(self, e: StoredEvent, **changed: Any) -> None:
         """A source event copied at its stored version, ``changed`` fields replaced (one its class
-        refuses is passed over, named)."""
-        copied = copy_or_pass_over(self.store, e, self.source, self.new, **changed)
-        if copied is not None:
+        refuses is left behind, said in ``left``)."""
+        copied = copied_or_left(e, self.source, self.new, **changed)
+        if isinstance(copied, LeftBehind):
+            self.left.append(copied)
+        else:
             self._add(copied)
 
     def _add(self, ev: EventIn) -> None:
@@ -228,12 +232,12 @@ class _Deriving:
 
     def take(self, e: StoredEvent) -> None:
         """One source event: copied, re-decided, or dropped (the source's own decisions); one the
-        fold refuses (a round out of order, a decision its memory does not allow) is passed over,
-        named, as every reader of the source passes it over, and the what-if is made without it."""
+        fold refuses (a round out of order, a decision its memory does not allow) is left behind,
+        said in ``left``, and the what-if is made without it."""
         try:
             self._take(e)
         except (InvariantError, DecisionError) as exc:  # the fold's refusal, or the deciders'
-            pass_over(self.store, self.source, e.seq, str(exc))
+            self.left.append(LeftBehind(e.seq, str(exc)))
 
     def _take(self, e: StoredEvent) -> None:
         ev = e.event
@@ -344,8 +348,9 @@ def _plan(store: Recorder, source: str, settings: Mapping[str, str], new: str | 
         raise WhatIfError(f"run {source!r} has no committed round: a what-if needs one")
     commit = next(e for e in store.read(source, types=(RoundCommitted,), in_round=done[-1]))
     if checked_settings:  # a value the config refuses is refused here, before any what-if is written
-        for e in store.read(source, types=(RunStarted, RunConfigured), upto_seq=commit.seq):
-            if not passed_config(store, source, e) and isinstance(c := e.event, RunStarted | RunConfigured):
+        configs = store.read(source, types=(RunStarted, RunConfigured), upto_seq=commit.seq)
+        for e in admission(store, source).admitted(configs):
+            if isinstance(c := e.event, RunStarted | RunConfigured):
                 _with_settings(c.config, checked_settings)
     existing = None
     if store.has_run(new):
@@ -387,9 +392,9 @@ def _write(store: Recorder, source: str, plan: _Plan) -> WhatIf:
         if isinstance(decided := e.event, CausePromoted | CauseReactivated):
             state.recorded_ids[_decision(decided, e.round)] = e.event_id
     state.unmarked = _unmarked_promotions(store.rows(source, upto_seq=commit.seq, data=False))
-    for e in store.read(source, upto_seq=commit.seq, texts=True):
-        if not passed_config(store, source, e):  # a config that cannot be used: the one before it in force
-            state.take(e)
+    # the rows the rules refuse stay behind (a config no reader can use: the one before it in force)
+    for e in admission(store, source).admitted(store.read(source, upto_seq=commit.seq, texts=True)):
+        state.take(e)
     forked = RunForked(
         source_run=source,
         source_round=commit.round,
@@ -417,7 +422,8 @@ def _write(store: Recorder, source: str, plan: _Plan) -> WhatIf:
     if found:
         return _with_rounds(store, found[0])
     refresh_snapshots(store, new)
-    made = WhatIf(new, source, dict(checked_settings), commit.round, commit.hash, len(state.out), True)
+    events, left = len(state.out), tuple(state.left)
+    made = WhatIf(new, source, dict(checked_settings), commit.round, commit.hash, events, True, left_behind=left)
     return _with_rounds(store, made)
 
 

@@ -194,3 +194,44 @@ def test_a_fork_leaves_behind_what_the_fold_refused(forged: Forged) -> None:  # 
         assert twice in admission(log, RUN).refused
     code, out, err = cli("memory", "verify", "--run", "copy", "--db", forged.db, "--json")
     assert code == 0, out
+
+
+READERS = [("memory", "show"), ("memory", "stats"), ("memory", "events"), ("memory", "why", "C1"), ("runs",)]
+
+
+def test_every_command_names_the_same_refusals(db: str) -> None:  # noqa: F811
+    """One admission, named the same way by every reader: a row no reader can take (its round a
+    string, as SQLite keeps it) and a row the fold refuses (a second ``cause.created`` of a cause,
+    into committed round 1). Each read command says both, once each, in log order; ``runs --json``
+    lists both with the run; ``memory events --json`` shows the refused row, marked ``passed_over``."""
+    mistyped = _raw_columns(db, "eval.recorded", "two", 1, '{"metrics": {}}')
+    twice = _raw(db, "m", "cause.created", 1, json.dumps({"cause_id": "C1", "node_id": "N1", "description": FORGED}))
+    with open_log(db, create=False) as log:
+        refusals = admission(log, "m").refusals
+    assert [r.seq for r in refusals] == [mistyped, twice]
+    assert refusals[0].why == "its round is not a whole number" and "round 2 is already committed" in refusals[1].why
+    lines = [f"run 'm', seq {r.seq}: passed over: {r.why}" for r in refusals]
+    for read in READERS:
+        code, _, err = cli(*read, "--db", db, *(["--run", "m"] if read[0] == "memory" else []))
+        assert code == 0, (read, err)
+        assert [line for line in err.splitlines() if "passed over" in line] == lines, (read, err)
+    code, out, _ = cli("runs", "--db", db, "--json")
+    assert [p["seq"] for p in json.loads(out)["runs"][0]["passed_over"]] == [mistyped, twice]
+    code, out, _ = cli("memory", "events", "--run", "m", "--type", "cause.created", "--json", "--db", db)
+    marked = {e["seq"]: e.get("passed_over") for e in json.loads(out)["events"]}
+    assert marked[twice] == refusals[1].why and all(why is None for seq, why in marked.items() if seq != twice)
+
+
+def test_a_snapshot_past_a_row_no_reader_can_take_verifies(db: str) -> None:  # noqa: F811
+    """The fold's refusals hold a row no reader can take (a snapshot saves them): a round committed
+    after one is written raw, its snapshot equals the audit's fold, and verify names only the row."""
+    seq = _raw(db, "m", "eval.recorded", 3, '{"metrics": {"x": ' + "[" * 100 + "]" * 100 + "}}")
+    code, _, err = cli("train", "--resume", "--run", "m", "--rounds", "3", "--quiet", "--db", db)
+    assert code == 0, err
+    with open_log(db, create=False) as log:
+        snapshot = log.view_states("memory", "m", upto=3, latest=True)[0].state
+        assert [r[0] for r in snapshot["refused"]] == [seq]  # type: ignore[index]
+    code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
+    problems = json.loads(out)["problems"]
+    assert [p for p in problems if not p.startswith(f"seq {seq}: ")] == [], problems  # no snapshot differs
+    assert len(problems) == 1 and problems[0].endswith("(every reader passes it over)"), problems

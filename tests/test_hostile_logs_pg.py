@@ -93,7 +93,7 @@ def test_a_hostile_log_is_refused_by_the_database_or_named_and_passed_over(
         load_memory(store, run)  # the readers of the memory pass over what the fold refuses
         assert run in [r.run for r in runs(store)]  # diagevo runs lists it
         if named and all(any(f": {rule}: " in p for rule in CHECKPOINT_RULES) for p in named):
-            assert checkpoint_log(store, run).passed, (named, case)
+            assert checkpoint_log(store, run).refused, (named, case)
     assert bool(problems) == (named is not None), (
         f"verify of the database names {problems} where verify of the same rows in SQLite names {named}: {case!r}"
     )

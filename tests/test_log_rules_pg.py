@@ -22,8 +22,8 @@ from diagevo.catalog import RunForked
 from diagevo.fork import fork_run
 from diagevo.interchange import IngestError, copied_event, ingest
 from diagevo.log import open_log
+from diagevo.views.forks import is_whatif
 from diagevo.views.memory import load_memory
-from diagevo.views.runs import is_whatif
 from diagevo.views.verify import verify_run
 from diagevo.whatif import what_if
 from tests.input_cases import cli

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from diagevo.log import ViewState, open_log
 from diagevo.log.chain import Pending, chain
+from diagevo.views.admission import admission
 from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
@@ -121,7 +122,7 @@ def refused_or_passed_over(roles: Roles, row: dict[str, Any], run: str = "base")
         seq = log.last_seq(run)
         load_memory(log, run)  # a reader of the memory: it passes the row over, or reads it
         named = [p for p in verify_run(log, run) if p.startswith(f"seq {seq}: ") or f": seq {seq}: " in p]
-        why = log.passed_over.get((run, seq))
+        why = next((r.why for r in admission(log, run).refusals if r.seq == seq), None)
     assert named, f"seq {seq} went in, and memory verify names nothing of it"
     return why if why is not None else re.sub(r"^(invariant: )?seq \d+: ", "", named[0])
 

@@ -20,6 +20,7 @@ from diagevo.log import open_log
 from diagevo.log.chain import canonical_event_json, chain_hash
 from diagevo.rounds.runs import config_record
 from diagevo.train.config import Config
+from diagevo.views.admission import admission
 from diagevo.views.memory import load_memory
 from diagevo.views.runs import runs
 from diagevo.views.verify import verdict
@@ -216,4 +217,4 @@ def test_a_row_that_slipped_in_is_named_by_verify_and_passed_over_by_every_reade
         assert problem.endswith(" (every reader passes it over)") and checked.way_back is None
         assert [s.run for s in runs(log)] == ["base", "other"]  # diagevo runs: every run
         assert load_memory(log, "other").committed == 1 and verdict(log, "other").ok
-        assert seq not in [e.seq for e in log.read("base")] and ("base", seq) in log.passed_over
+        assert seq not in [e.seq for e in log.read("base")] and not admission(log, "base").admits(seq)

@@ -23,6 +23,8 @@ import pytest
 from diagevo.catalog import RoundCommitted
 from diagevo.interchange import export_lines
 from diagevo.log import open_log
+from diagevo.memory.state import Refusal
+from diagevo.views.admission import admission
 from tests.input_cases import cli
 from tests.test_hostile_logs import SETS, store_raw
 from tests.test_stored_rows_bounded import _raw
@@ -154,7 +156,9 @@ def test_a_passed_over_row_leaves_no_run_of_the_export_unreadable(db: str, tmp_p
         lines = [json.loads(line) for line in export_lines(log, "m")]
         assert seq not in {line["seq"] for line in lines}
         assert [line["seq"] for line in lines] == sorted(r.seq for r in log.raw("m") if r.seq != seq)
-        assert log.passed_over == {("m", seq): "its data cannot be read: a number beyond a double's range"}
+        assert admission(log, "m").refusals == (
+            Refusal(seq, "eval.recorded", "its data cannot be read: a number beyond a double's range"),
+        )
 
 
 def test_a_page_of_newest_events_holds_its_length_past_a_passed_over_row(db: str) -> None:
@@ -166,7 +170,7 @@ def test_a_page_of_newest_events_holds_its_length_past_a_passed_over_row(db: str
     with open_log(db, create=False) as log:
         assert [e.seq for e in log.read("m", limit=1, newest=True)] == [before.seq]
         assert [e.seq for e in log.rows("m", limit=3, newest=True)][-1] == before.seq
-        assert ("m", seq) in log.passed_over
+        assert not admission(log, "m").admits(seq)
 
 
 def test_diagevo_runs_lists_a_run_whose_newest_row_no_reader_can_take(db: str) -> None:

@@ -14,7 +14,9 @@ from sqlalchemy import create_engine
 
 from diagevo.log import StoreError, open_log, payload
 from diagevo.log.chain import canonical_event_json, chain_hash
+from diagevo.memory.state import Refusal
 from diagevo.schemas import EventIn
+from diagevo.views.admission import admission
 from diagevo.views.runs import runs
 from diagevo.views.verify import verdict
 from tests.logs import Log
@@ -51,7 +53,8 @@ def test_verify_names_a_row_nested_5000_deep(db: str) -> None:
     with open_log(db, create=False) as log:
         checked = verdict(log, "base")
         assert checked.problems == [f"seq {seq}: {why} (every reader passes it over)"]
-        assert seq not in [e.seq for e in log.read("base")] and log.passed_over == {("base", seq): why}
+        assert seq not in [e.seq for e in log.read("base")]
+        assert admission(log, "base").refusals == (Refusal(seq, "eval.recorded", why),)
         assert verdict(log, "other").ok
 
 

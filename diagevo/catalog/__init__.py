@@ -67,4 +67,4 @@ from diagevo.catalog.registry import (
     stored_event,
     type_names,
 )
-from diagevo.catalog.stored import Stamp, StoredEvent, Typed, of_type
+from diagevo.catalog.stored import Stamp, StoredEvent, Typed, UnreadableRow, of_type

@@ -25,6 +25,17 @@ class Stamp(NamedTuple):
     hash: str
 
 
+class UnreadableRow(NamedTuple):
+    """A stored row no reader can take (its columns or its data out of shape: written raw where no
+    check guards the table), as the fold's read gives it (:func:`~diagevo.log.recorder.every_row`;
+    every other read leaves it out): its seq, its type as stored (text) and why. The fold refuses it as it refuses
+    a row its rules refuse, so the run's admission names it (:mod:`diagevo.views.admission`)."""
+
+    seq: int
+    type: str
+    why: str
+
+
 @dataclass(slots=True)
 class StoredEvent:
     """A stored event as every reader gets it: its place in the log (seq, round, its type's

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, EventTypes, Stamp, StoredEvent, version_problem
+from diagevo.catalog import CATALOG, KEY_FIELDS, EventTypes, Stamp, StoredEvent, UnreadableRow, version_problem
 from diagevo.errors import Call
 from diagevo.log.chain import (
     GENESIS_HASH,
@@ -32,13 +32,11 @@ from diagevo.log.chain import (
 from diagevo.log.errors import ConflictError, RunBusy, StoreError
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import RawRow, column_problem, loads_data, row_problem, text_problems, text_refs
-from diagevo.runtime.progress import library_logger
 from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:
     from diagevo.schemas import EventIn
 
-_log = library_logger("diagevo.log")
 FETCH = 4096  # rows per DBAPI fetch on the read paths
 MAX_PARAMS = 500  # values per IN (...) list
 LOOKUP_FIELDS = ("event_id", *KEY_FIELDS)
@@ -79,19 +77,6 @@ class AppendResult:
     appended: int
     skipped: int
     last_seq: int  # last seq of the batch's run after the append (0 for an empty batch)
-
-
-def passed_line(run: str, seq: int, why: str) -> str:
-    """The one line a reader says of a row it passed over."""
-    return f"run {run!r}, seq {seq}: passed over: {why}"
-
-
-def pass_over(store: EventReader, run: str, seq: int, why: str) -> None:
-    """Note that a reader of ``store`` passed over the event at ``seq`` of ``run``, and why
-    (:attr:`EventReader.passed_over`; once, and a warning on the ``diagevo.log`` logger)."""
-    if (run, seq) not in store.passed_over:
-        store.passed_over[run, seq] = why
-        _log.warning(passed_line(run, seq, why))
 
 
 def _round(round_: Any, version: Any) -> int:
@@ -135,7 +120,7 @@ def read_problem(round_: int, data: str | None, type_: str | None = None, versio
 # --- texts --------------------------------------------------------------------------------------
 
 
-T = TypeVar("T", StoredEvent, RawRow)  # what a read makes of a row
+T = TypeVar("T", StoredEvent, RawRow, StoredEvent | UnreadableRow)  # what a read makes of a row
 
 
 def restore_texts(batch: Sequence[StoredEvent], columns: Sequence[str | None]) -> list[StoredEvent]:
@@ -225,6 +210,19 @@ ROW = Shape(
     ("seq", "round", "type", "schema_version", "data"),
     lambda r: StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3], event_data(r[2], r[4], r[3])),
 )
+
+
+def _row_or_unreadable(r: Any) -> StoredEvent | UnreadableRow:
+    """:data:`ROW`'s event, or the row no reader can take in its place, said why (:func:`read_problem`)."""
+    try:
+        return ROW.make(r)
+    except ValueError as exc:
+        return UnreadableRow(r[0], str(r[2])[:TYPE_SHOWN], read_problem(r[1], r[4], r[2], r[3]) or str(exc))
+
+
+TYPE_SHOWN = 64
+"""How much of an unreadable row's type column its refusal keeps (the column is anyone's text)."""
+ROW_OR_UNREADABLE = Shape(ROW.columns, _row_or_unreadable)
 META = Shape(
     ("seq", "round", "type", "schema_version"),
     lambda r: StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3]),
@@ -337,19 +335,6 @@ class EventReader(Stored):
     """The runs whose events this recorder has read, in order (a SQL backend's): where a reader
     that failed on what it read looks for the event it could not read, never in another run."""
 
-    @property
-    def passed_over(self) -> dict[tuple[str, int], str]:
-        """The rows this recorder's readers passed over, (run, seq) -> why, in the order met: a
-        row no reader can take (its data past the readers' bounds or no JSON object, its round
-        below 0: written raw where no check guards the table), which every read leaves out, or
-        an event a reader's rule refuses (:func:`pass_over`). The command that read them names
-        each in one line (:func:`passed_line`)."""
-        try:
-            return self._passed_over
-        except AttributeError:
-            self._passed_over: dict[tuple[str, int], str] = {}
-            return self._passed_over
-
     @abstractmethod
     def _count(self, q: Query) -> int:
         """How many events ``q`` selects, counted where they are stored."""
@@ -410,6 +395,13 @@ class EventReader(Stored):
         return next(self.read(run, after_seq=seq - 1, upto_seq=seq), None)
 
 
+def every_row(store: EventReader, run: str, after_seq: int = 0) -> Iterator[StoredEvent | UnreadableRow]:
+    """:meth:`~EventReader.rows` of every type after ``after_seq``, a row no reader can take given
+    in its place as an :class:`~diagevo.catalog.UnreadableRow` (every other read leaves it out):
+    what the fold reads, so that the run's admission names every row it does not take."""
+    return store._select(Query(run, after_seq=after_seq), ROW_OR_UNREADABLE, False)
+
+
 class LogOperator(Stored):
     """What an operator of the log needs: the rows exactly as stored (verification, export), the
     check of a run's chain, and the views' saved states (a cache each view checks out against
@@ -448,12 +440,12 @@ class LogOperator(Stored):
             pass
         return problems
 
-    def checked_rows(self, run: str, problems: list[str]) -> Iterator[StoredEvent]:
+    def checked_rows(self, run: str, problems: list[str]) -> Iterator[StoredEvent | UnreadableRow]:
         """:meth:`verify_chain`'s one pass over the run's stored rows, each row's problems
-        appended to ``problems`` as it is read; each row as :meth:`rows` gives it (a row every
-        read passes over is named and left out), while no row so far is out of shape (past one,
-        the rest are checked, not given): what ``memory verify`` folds as it checks, without
-        reading the log twice."""
+        appended to ``problems`` as it is read; each row as :func:`every_row` gives it (a row every
+        read passes over is named, and given as an :class:`~diagevo.catalog.UnreadableRow`), while
+        no row so far is out of shape (past one, the rest are checked, not given): what ``memory
+        verify`` folds as it checks, without reading the log twice."""
         from diagevo.log.registry import stored_problem  # the config's and events' models: not for light reads
         from diagevo.schemas import refused_by_type
 
@@ -470,7 +462,10 @@ class LogOperator(Stored):
             columns = column_problem(r.round, r.schema_version)
             data, shape = stored_problem(r) if columns is None else (None, None)
             if data is None or columns is not None or (shape is not None and r.type in CATALOG):  # every read skips it
-                problems.append(f"seq {r.seq}: {columns or shape}{PASSED}")
+                why = columns or shape or ""
+                problems.append(f"seq {r.seq}: {why}{PASSED}")
+                if readable:
+                    yield UnreadableRow(r.seq, str(r.type)[:TYPE_SHOWN], why)
                 continue
             if key_values(data) != tuple(r.keys):
                 problems.append(f"seq {r.seq}: its id columns do not hold the ids its data names")

@@ -26,7 +26,6 @@ from diagevo.log.recorder import (
     ViewState,
     encoded_state,
     lookup_keys,
-    pass_over,
     read_problem,
     restore_texts,
 )
@@ -331,8 +330,9 @@ class SQLRecorder(Recorder):
         self, shape: Shape[T], where: str, params: list[Any], texts: bool, passed: list[int] | None = None
     ) -> Iterator[T]:
         """Rows of a shape; ``texts``: with the long texts back inline from their ``texts``
-        column, checked against their keys. A row no reader can take is passed over
-        (:func:`~diagevo.log.recorder.pass_over`), and counted in ``passed[0]``."""
+        column, checked against their keys. A row no reader can take is left out, and counted in
+        ``passed[0]`` (the fold reads it as an :class:`~diagevo.catalog.UnreadableRow`: the run's
+        admission names it)."""
         columns, make = shape
         with self._cursor(stream=True) as cur:
             cur.execute(f"SELECT {', '.join(columns)}{', texts' if texts else ''} FROM events {where}", params)
@@ -340,14 +340,14 @@ class SQLRecorder(Recorder):
                 try:
                     batch = [make(r) for r in rows]
                 except ValueError:  # a row past the readers' bounds: the others, one by one
-                    rows = self._takeable(shape, params[0], rows, passed)
+                    rows = self._takeable(shape, rows, passed)
                     batch = [make(r) for r in rows]
                 if texts:
                     restore_texts(batch, [r[len(columns)] for r in rows])  # type: ignore[arg-type]
                 yield from batch
 
-    def _takeable(self, shape: Shape[Any], run: str, rows: list[Any], passed: list[int] | None) -> list[Any]:
-        """The rows a reader can take; each other one passed over, named by its run and seq."""
+    def _takeable(self, shape: Shape[Any], rows: list[Any], passed: list[int] | None) -> list[Any]:
+        """The rows a reader can take; each other one left out (:func:`~diagevo.log.recorder.every_row` gives it)."""
         columns = shape.columns
         at = columns.index("data") if "data" in columns else None
         kept = []
@@ -360,9 +360,7 @@ class SQLRecorder(Recorder):
                 why = read_problem(r[columns.index("round")], r[at], r[columns.index("type")], version)
             if why is None:
                 kept.append(r)
-                continue
-            pass_over(self, run, int(r[0]), why)
-            if passed is not None:
+            elif passed is not None:
                 passed[0] += 1
         return kept
 

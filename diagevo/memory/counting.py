@@ -43,15 +43,16 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
     RunForked,
+    UnreadableRow,
 )
 from diagevo.catalog.event import FIGURE_BOUND, json_kinds
 from diagevo.config.base import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.fold import Draft, InvariantError, Row, check_first, check_shape, start
+from diagevo.memory.fold import Draft, InvariantError, Read, Row, check_first, check_shape, start
 from diagevo.memory.forks import fork_opening
-from diagevo.memory.state import Cause, MemoryImage
+from diagevo.memory.state import Cause, MemoryImage, Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +278,7 @@ def _forked(t: Tally, rnd: int, ev: RunForked, mem: Causes | None) -> Broken:
     caller's to say (:attr:`Tally.whatif`: ``memory verify`` asks the reader of a run's origin,
     ingest the file that creates the run): a what-if's log ends at its marker, and what follows a
     marker in a run was written by whoever may append, whose marker this rule alone cannot tell
-    from a what-if's (:func:`~diagevo.views.runs.fork_copy_problem` reads the source)."""
+    from a what-if's (:func:`~diagevo.views.forks.fork_copy_problem` reads the source)."""
     return fork_opening(rnd, ev, t.last)
 
 
@@ -467,6 +468,7 @@ class Ledger:
     folds: bool = True
     refused: InvariantError | None = None  # why the fold refused the first event it refused
     refused_now: bool = False  # whether it refused the last event taken (passed over, as readers do)
+    early: list[Refusal] = field(default_factory=list)  # rows no reader can take, ahead of the run's start
 
     def take(self, rnd: int, event: Event, seq: int = 0) -> Broken:
         """(rule, reason) of the counting rule the event breaks, else None; the event counted
@@ -495,6 +497,7 @@ class Ledger:
             if self.draft is None:
                 check_first(self.run, type(event), rnd)
                 self.draft = Draft(start(self.run, event, seq))  # type: ignore[arg-type]
+                self.draft.refused[:0] = self.early
             else:
                 self.draft.apply(event, rnd)
         except InvariantError as exc:
@@ -506,6 +509,15 @@ class Ledger:
         self.refused, self.refused_now = self.refused or exc, True
         if self.draft is not None:
             self.draft.refuse(seq, type_, str(exc))
+
+    def pass_unreadable(self, row: UnreadableRow) -> None:
+        """A row no reader can take, refused where it lies as the fold refuses it (neither counted
+        nor folded; ``memory verify`` names it apart): kept in the memory's refusals, those ahead
+        of the run's start kept until it starts."""
+        if self.draft is None:
+            self.early.append(Refusal(row.seq, row.type, row.why))
+        else:
+            self.draft.refuse(row.seq, row.type, row.why)
 
     def take_row(self, row: Row) -> Broken:
         """:meth:`take` of a stored row's event, built unvalidated (:meth:`Event.from_stored`): a
@@ -521,7 +533,7 @@ class Ledger:
         return self._take(row.round, event, row.seq)
 
 
-def audit(rows: Iterable[Row], run: str, *, whatif: bool = False, took: Callable[[Row], None] | None = None) -> Audit:
+def audit(rows: Iterable[Read], run: str, *, whatif: bool = False, took: Callable[[Row], None] | None = None) -> Audit:
     """Fold the stored rows of one run and check each counted event against
     the rules with the memory before it: one pass. Past an event the fold refuses, the rules
     that need no memory are still checked. ``whatif``: the run is a what-if; ``took``: told of
@@ -531,6 +543,9 @@ def audit(rows: Iterable[Row], run: str, *, whatif: bool = False, took: Callable
     commits: dict[int, MemoryImage] = {}
     refused_at: int | None = None
     for row in rows:
+        if isinstance(row, UnreadableRow):
+            ledger.pass_unreadable(row)
+            continue
         seq = row.seq
         broken = ledger.take_row(row)
         if broken is not None:

@@ -35,6 +35,7 @@ from diagevo.catalog import (
     RunConfigured,
     RunStarted,
     StoredEvent,
+    UnreadableRow,
 )
 from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node, Refusal, id_number
@@ -43,6 +44,9 @@ from diagevo.text.parsing import config_k
 Row = StoredEvent
 """What the fold reads: a stored event (seq, round, type, the typed event built once), as the log
 gives it, or a producer's pending event in that shape (:meth:`StoredEvent.of`)."""
+Read = StoredEvent | UnreadableRow
+"""A row as the fold's own read gives it (:func:`~diagevo.log.recorder.every_row`): a row no
+reader can take comes in its place, refused where it lies."""
 
 
 class InvariantError(BadInput):
@@ -314,19 +318,20 @@ def check_first(run: str, cls: type[Event], rnd: int) -> None:
         raise InvariantError(f"{RunStarted.name} must be in round 0")
 
 
-def drafts(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
+def drafts(rows: Iterable[Read], run: str, memory: Memory | None = None) -> Iterator[tuple[Draft, Row]]:
     """The working copy after each row (the same draft every time): for projections that look at
     the memory as the log goes, e.g. at every commit. The draft must not be kept past the loop."""
     for draft, row, _ in _steps(Draft(memory) if memory is not None else None, run, rows):
-        yield draft, row
+        if not isinstance(row, UnreadableRow):
+            yield draft, row
 
 
-def taken(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Row]:
+def taken(rows: Iterable[Read], run: str, memory: Memory | None = None) -> Iterator[Row]:
     """The rows the fold takes, in order (:func:`decided` without its refusals)."""
-    return (row for row in decided(rows, run, memory) if not isinstance(row, Refusal))
+    return (row for row in decided(rows, run, memory) if isinstance(row, StoredEvent))
 
 
-def decided(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Row | Refusal]:
+def decided(rows: Iterable[Read], run: str, memory: Memory | None = None) -> Iterator[Row | Refusal]:
     """Each row the fold takes, or the refusal of one it passes over, in log order: those it
     applies, and the evidence and bookkeeping of the rounds it takes them in, so that a count of
     the rows (``memory stats``, a round's commit) holds what the fold decided, by the fold's own
@@ -338,7 +343,7 @@ def decided(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iter
             yield from draft.refused[seen:]  # this row's refusal, or the rows ahead of the start
             seen = len(draft.refused)
             if took:
-                yield row
+                yield cast(Row, row)  # an unreadable row is never taken
     except NotStarted as exc:
         yield from exc.refused
 
@@ -351,17 +356,24 @@ def _folded_event(row: Row) -> Event:
     return event
 
 
-def _steps(draft: Draft | None, run: str, rows: Iterable[Row]) -> Iterator[tuple[Draft, Row, bool]]:
+def _steps(draft: Draft | None, run: str, rows: Iterable[Read]) -> Iterator[tuple[Draft, Read, bool]]:
     """The fold's one loop: ``rows`` folded on ``draft`` (None: the run's ``run.started`` starts
     it), with the draft after each row and whether the fold took it. An event the fold applies is
     built from its row (:meth:`Event.from_stored`); any other only opens its round. A row the fold
     refuses is passed over, the draft as it was (each change is checked before it is made), and
     kept in the draft's refusals; so is a row ahead of the run's ``run.started`` (stored raw where
     no database keeps the run's opening). A run whose rows hold no ``run.started`` is
-    :class:`NotStarted`; a ``run.started`` the fold cannot start from stops it (nothing to fold on)."""
+    :class:`NotStarted`; a ``run.started`` the fold cannot start from stops it (nothing to fold on).
+    A row no reader can take (:class:`~diagevo.catalog.UnreadableRow`) is refused where it lies."""
     early: list[Refusal] = []
     for row in rows:
-        if draft is not None:
+        if isinstance(row, UnreadableRow):
+            if draft is None:
+                early.append(Refusal(row.seq, row.type, row.why))
+            else:
+                draft.refuse(row.seq, row.type, row.why)
+                yield draft, row, False
+        elif draft is not None:
             yield draft, row, _took(draft, row)
         elif row.type != RunStarted.name:
             early.append(Refusal(row.seq, row.type, f"run {run!r} has {row.type} before {RunStarted.name}"))
@@ -393,7 +405,7 @@ def _took(draft: Draft, row: Row) -> bool:
     return True
 
 
-def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iterator[Memory]:
+def commits(rows: Iterable[Read], run: str, memory: Memory | None = None) -> Iterator[Memory]:
     """M_t at every ``round.committed`` of the rows the fold takes, in order (``last_seq`` set to
     the commit's)."""
     committed = RoundCommitted.name
@@ -403,7 +415,7 @@ def commits(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Iter
             yield draft.freeze()
 
 
-def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
+def fold(rows: Iterable[Read], run: str, memory: Memory | None = None) -> Memory:
     """Fold the stored rows of one run, starting from ``memory`` (a snapshot) or from the run's
     ``run.started``: the memory after the last row, with the rows the fold refused in its
     ``refused`` (passed over, as if they were not there)."""
@@ -419,7 +431,7 @@ def fold(rows: Iterable[Row], run: str, memory: Memory | None = None) -> Memory:
     return draft.freeze()
 
 
-def fold_until(rows: Iterable[Row], run: str, t: int, memory: Memory | None = None) -> Memory:
+def fold_until(rows: Iterable[Read], run: str, t: int, memory: Memory | None = None) -> Memory:
     """M_t: fold up to and including the ``round.committed`` of round ``t`` the fold takes."""
     mem = memory
     if mem is not None and mem.committed >= t:
@@ -430,7 +442,7 @@ def fold_until(rows: Iterable[Row], run: str, t: int, memory: Memory | None = No
     committed = RoundCommitted.name
     for draft, row, took in _steps(Draft(mem) if mem is not None else None, run, rows):
         last = draft.committed
-        if took and row.type == committed and row.round == t:
+        if took and row.type == committed and cast(Row, row).round == t:
             draft.last_seq = row.seq
             return draft.freeze()
     raise NotCommitted(f"round {t} was never committed (last committed round: {last})")

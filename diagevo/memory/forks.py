@@ -4,7 +4,7 @@ A fork (:mod:`diagevo.fork`) and a what-if (:mod:`diagevo.whatif`) write ``run.f
 the copied commit of its round. Any role that may append can write one anywhere (the database
 keeps the log whole, not its meaning), so the rule is asked by the counting rules
 (:data:`~diagevo.memory.counting.RULES`, which ``memory verify`` and ingest check a log against)
-and by every reader of a run's origin (:func:`~diagevo.views.runs.fork_marker`): one it refuses
+and by every reader of a run's origin (:func:`~diagevo.views.forks.fork_marker`): one it refuses
 makes no fork or what-if. Kept apart from the counting rules, whose module loads the config's
 models, so that a read of the log does not load them.
 """

@@ -93,11 +93,27 @@ class RunDiff:
         }
 
 
+def passed_line(run: str, seq: int, why: str) -> str:
+    """The one line every command says of a row of ``run`` it passed over: one the rules refuse
+    (the run's admission, :mod:`diagevo.views.admission`), or one a copy of the run left behind."""
+    return f"run {run!r}, seq {seq}: passed over: {why}"
+
+
+@dataclass(frozen=True)
+class LeftBehind:
+    """A row of the source that a copy of it (a fork, a what-if) left behind although its readers
+    take it: the copy's class or the what-if's re-decided memory refuses it (its seq, and why)."""
+
+    seq: int
+    why: str
+
+
 @dataclass(frozen=True)
 class Fork(Result):
     """What ``fork_run`` made (``memory fork --json``): the run and committed round it copies,
     that commit's hash and seq (the provenance ``run.forked`` records), the new run, how many
-    events it starts with, and whether config changes were recorded for it."""
+    events it starts with, whether config changes were recorded for it, and the source's rows
+    the copy left behind beyond those the rules refuse (the source's admission names those)."""
 
     source_run: str
     source_round: int
@@ -106,3 +122,4 @@ class Fork(Result):
     run: str
     events: int
     configured: bool
+    left_behind: tuple[LeftBehind, ...] = ()

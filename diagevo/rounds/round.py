@@ -63,7 +63,7 @@ from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
 from diagevo.text.words import plural
 from diagevo.views.caches import refresh
-from diagevo.views.memory import load_memory, named
+from diagevo.views.memory import load_memory
 from diagevo.views.stats import count_rounds
 from diagevo.views.withdrawn import Withdrawn
 
@@ -513,7 +513,6 @@ class Round:
             allowed = self._failed_diagnoses_allowed(rows, allow_undiagnosed, allow_failed)
             counts = {} if allowed is None else {"failed_diagnoses_allowed": allowed}
             folded = fold(read(None, after_seq=base.last_seq), run, base)
-            named(self.store, run, folded.refused[len(base.refused) :])
             sched = schedule(folded)
             # the round's statistics as `memory stats` counts them (the rows the fold takes), and
             # the schedule it leaves

@@ -32,7 +32,7 @@ from diagevo.rounds.protocol import (
 )
 from diagevo.schemas import EventIn
 from diagevo.views.checkpoints import checkpoint_log
-from diagevo.views.runs import fork_marker, whatif_refusal
+from diagevo.views.forks import fork_marker, whatif_refusal
 
 
 def seeded(seed: int, t: int, phase: str) -> random.Random:

@@ -16,6 +16,7 @@ from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
 from diagevo.doctor import preflight, require
 from diagevo.errors import BadInput, Fix, NotFound, Unavailable, open_call, resume_call
 from diagevo.log import EventReader, Recorder
+from diagevo.memory.state import Refusal
 from diagevo.rounds import OUR_TRAINER, configure_run, run_trainer, start_run, stored_config
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.text.calls import validated
@@ -27,9 +28,9 @@ from diagevo.train.config import Config
 from diagevo.train.folders import RunFolders
 from diagevo.train.hf import distributed
 from diagevo.train.sim.backend import SimBackend
-from diagevo.views.checkpoints import name_stored_out_dir
+from diagevo.views.checkpoints import stored_out_dir_note
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
-from diagevo.views.runs import latest_run
+from diagevo.views.forks import latest_run
 
 
 class BackendUnavailable(Unavailable, ValueError):
@@ -64,6 +65,12 @@ def default_run_id(config: Config) -> str:
     now = time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     return f"{config.train.backend}-s{config.train.seed}-{stamp}.{int(now * 1000) % 1000:03d}-{secrets.token_hex(4)}"
+
+
+def resume_note(store: Recorder, config: Config, run: str) -> Refusal | None:
+    """A resumed run's stored ``train.out_dir`` that is not where its checkpoints are looked for
+    (the machine's folder is: ``config``'s, the command's), said as a refused row is; None: none."""
+    return stored_out_dir_note(store, run, RunFolders.of(config, store.url).checkpoints)
 
 
 def run_id_for(store: Recorder, config: Config, resume: bool) -> str:
@@ -156,8 +163,7 @@ def train(
     train`` does, before it creates the database), so it is not run twice. A resumed run trains
     with the config its log records, which is checked here in any case; its checkpoints are
     looked for where ``config`` (the command's) puts them, a stored ``train.out_dir`` that differs
-    named and ignored as each checkpoint event the rules refuse is: passed over
-    (:mod:`diagevo.views.checkpoints`, :func:`~diagevo.log.recorder.pass_over`)."""
+    ignored (:func:`~diagevo.views.checkpoints.stored_out_dir_note` says so)."""
     # the loop (the diagnosis pipeline, the tracker, the views of a round) loads when a run trains,
     # not for ``diagevo train --help`` or ``ablate --help``, which read this module
     from diagevo.train.loop import Trainer
@@ -178,7 +184,6 @@ def train(
     with store.lease(run, holder):
         if resume:
             config = resumed_config(store, run, config, wanted)
-            name_stored_out_dir(store, run, folders.checkpoints)
             if backend is None:
                 ready(config, folders)
         else:  # one decision under the append lock: of two processes creating this id, one is refused

@@ -1,16 +1,22 @@
-"""Which stored rows of a run the rules take: decided once, by the fold, for every reader.
+"""Which stored rows of a run the rules take: decided once, here, for every reader.
 
 Whoever writes a log may append rows the rules refuse (the database keeps the log whole, not its
-meaning: a forged second ``cause.created``, a commit of a round that never ran, a config written
-after its round was committed). The fold decides which rows it takes and keeps the refusals with
-the memory it makes (:attr:`~diagevo.memory.Memory.refused`, saved in each snapshot), so the
-question "does the log's row at seq N count?" has one answer, here, whichever reader asks: the
-story of a cause (``memory why``), the config and the last commit a resumed run trains from.
+meaning): a raw row no reader can take (a round or version of another type, data past the readers'
+bounds or out of its type's shape), a forged second ``cause.created``, a commit of a round that
+never ran, a config written after its round was committed or one no reader can use, a checkpoint
+event the checkpoint rule refuses, a ``run.forked`` that marks nothing. The question "does the
+log's row at seq N count?" has one answer, :func:`admission`, whichever reader asks: the story of a
+cause (``memory why``), the report, ``diagevo runs``, the config and the last commit a resumed run
+trains from, what a fork or a what-if copies. Every command names the refusals of the runs it read
+the same way (:func:`~diagevo.results.runs.passed_line`).
 
-Whether the fold takes a milestone (a round's opening, promotions or commit) or a config depends
-on the milestones and configs before it alone (the order of rounds, a positive k): those are
-decided from those rows (:func:`~diagevo.views.memory.bearings`), a few per round, without folding
-the causes.
+The fold decides the most (:attr:`~diagevo.memory.Memory.refused`, saved in each snapshot: the rows
+no reader can take, the counting and evidence rules, the order of rounds); the checkpoint, config
+and fork-marker rules read a few rows by type (:func:`~diagevo.views.checkpoints.checkpoint_log`,
+:func:`~diagevo.views.configs.config_refusals`, :func:`~diagevo.views.forks.marker_refusals`).
+Whether the fold takes a milestone or a config depends on the milestones and configs before it
+alone: those are decided from those rows (:func:`~diagevo.views.memory.bearings`), a few per round,
+without folding the causes. The admission of a run is kept per recorder until the run's head moves.
 """
 
 from __future__ import annotations
@@ -18,9 +24,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
+from weakref import WeakKeyDictionary
 
 from diagevo.log import Recorder
+from diagevo.memory.fold import NotStarted
 from diagevo.memory.state import Refusal
+from diagevo.results.runs import passed_line
+from diagevo.views.checkpoints import checkpoint_log
+from diagevo.views.configs import config_refusals
+from diagevo.views.forks import marker_refusals
 from diagevo.views.memory import load_memory
 
 
@@ -34,7 +46,7 @@ R = TypeVar("R", bound=_Seq)
 
 @dataclass(frozen=True)
 class Admission:
-    """The rows of ``run`` the rules refused, up to seq ``seq`` (the log's head when read)."""
+    """The rows of ``run`` the rules refused, in log order, up to seq ``seq`` (its head when read)."""
 
     run: str
     seq: int
@@ -53,9 +65,34 @@ class Admission:
         refused = self.refused
         return (row for row in rows if row.seq not in refused) if refused else iter(rows)
 
+    def lines(self) -> list[str]:
+        """Each refusal as every command names it (:func:`~diagevo.results.runs.passed_line`)."""
+        return [passed_line(self.run, r.seq, r.why) for r in self.refusals]
+
+
+_KEPT: WeakKeyDictionary[Recorder, dict[str, Admission]] = WeakKeyDictionary()
+
 
 def admission(store: Recorder, run: str) -> Admission:
-    """The run's admission at the log's head: the memory's refusals (from its latest snapshot
-    and the rows after it), each named once to the command that reads it."""
-    memory = load_memory(store, run)
-    return Admission(run, memory.last_seq, memory.refused)
+    """The run's admission at the log's head, decided once per head: the memory's refusals (from its
+    latest snapshot and the rows after it) and the checkpoint, config and fork-marker rules'."""
+    head = store.head(run)[0]
+    if not head:  # a run the log does not hold: nothing to refuse
+        return Admission(run, 0, ())
+    kept = _KEPT.setdefault(store, {})
+    found = kept.get(run)
+    if found is None or found.seq != head:
+        found = kept[run] = Admission(run, head, _refusals(store, run))
+    return found
+
+
+def _refusals(store: Recorder, run: str) -> tuple[Refusal, ...]:
+    try:
+        folded = load_memory(store, run).refused
+    except NotStarted as exc:  # no row of the run is one the fold can start from
+        folded = exc.refused
+    ruled = (*checkpoint_log(store, run).refused, *config_refusals(store, run), *marker_refusals(store, run))
+    found = {r.seq: r for r in folded}
+    for r in ruled:
+        found.setdefault(r.seq, r)
+    return tuple(found[seq] for seq in sorted(found))

@@ -1,14 +1,14 @@
 """The checkpoints a run's log names, for what loads them (a resume, a fork, eval, the trainers'
 checks, the sizes ``memory stats`` shows, the round protocol's progress): where they lie, which
 one a round resumes from, and the checkpoint events the checkpoint rule
-(:mod:`diagevo.memory.checkpoints`) refuses, which every reader passes over, each named as every
-row a reader passes over is (:func:`~diagevo.log.recorder.pass_over`: the command names it).
+(:mod:`diagevo.memory.checkpoints`) refuses, which every reader passes over, each named with the
+run's admission (:mod:`diagevo.views.admission`).
 
 Where the checkpoints lie comes from the machine, never from a row: the run's folder under the
 database's folder (``x.db`` -> ``x.diagevo/runs/<run>/``), or under the folder the command was
 given (``train.out_dir`` of the command's own config, ``--out-dir``). A ``train.out_dir`` stored in
 the run's config is a record of where its first trainer wrote, no more: one that differs is named
-(:func:`name_stored_out_dir`) and not looked in."""
+(:func:`stored_out_dir_note`) and not looked in."""
 
 from __future__ import annotations
 
@@ -22,22 +22,23 @@ from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, 
 from diagevo.errors import NotFound
 from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
 from diagevo.log import EventReader, StoredEvent
-from diagevo.log.recorder import pass_over
 from diagevo.memory.checkpoints import CHECKPOINT_READS, checkpoint_verdicts
-from diagevo.views.runs import fork_marker
+from diagevo.memory.state import Refusal
+from diagevo.views.configs import recovery
+from diagevo.views.forks import fork_marker
 
 
 @dataclass(frozen=True)
 class CheckpointLog:
     """A run's checkpoint events as its readers take them, in log order: the ``checkpoint.written``
     rows the checkpoint rule (:func:`~diagevo.memory.checkpoints.checkpoint_rule`) takes, the
-    ``checkpoint.pruned`` it takes (by the checkpoint's name), and the seq of each event it
-    refuses, passed over (``passed``)."""
+    ``checkpoint.pruned`` it takes (by the checkpoint's name), and the refusal of each event it
+    refuses, passed over (``refused``: the run's admission names them)."""
 
     run: str
     written: list[StoredEvent] = field(default_factory=list)
     pruned: dict[str, StoredEvent] = field(default_factory=dict)
-    passed: list[int] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
 
     def latest(self, t: int) -> StoredEvent | None:
         """The checkpoint round ``t`` resumes from: the last written up to its round (None: none)."""
@@ -51,15 +52,13 @@ class CheckpointLog:
 
 def checkpoint_log(store: EventReader, run: str, upto_seq: int | None = None) -> CheckpointLog:
     """``run``'s checkpoint events (up to ``upto_seq``), each taken or passed over by the
-    checkpoint rule: the one place a reader of checkpoints learns which the log names. Each event
-    passed over is noted on ``store`` (:func:`~diagevo.log.recorder.pass_over`: the rule and why),
-    which the command that read it names in one line."""
+    checkpoint rule: the one place a reader of checkpoints learns which the log names, and the
+    rule's part of the run's admission (:mod:`diagevo.views.admission`: the rule and why)."""
     log = CheckpointLog(run)
     rows = store.rows(run, types=CHECKPOINT_READS, upto_seq=upto_seq)
     for row, broken in checkpoint_verdicts(rows):
         if broken is not None:
-            log.passed.append(row.seq)
-            pass_over(store, run, row.seq, f"{broken[0]}: {broken[1]}")
+            log.refused.append(Refusal(row.seq, row.type, f"{broken[0]}: {broken[1]}"))
         elif row.type == CheckpointWritten.name:
             log.written.append(row)
         else:
@@ -107,19 +106,18 @@ def stored_out_dir(store: EventReader, run: str, root: Path) -> tuple[int, str] 
     return config.seq, stored
 
 
-def name_stored_out_dir(store: EventReader, run: str, root: Path) -> None:
-    """Name a stored ``train.out_dir`` that is not ``root`` as every passed-over row is named
-    (:func:`~diagevo.log.recorder.pass_over`): the field is passed over, the folder never looked in."""
+def stored_out_dir_note(store: EventReader, run: str, root: Path) -> Refusal | None:
+    """A stored ``train.out_dir`` of ``run`` that is not ``root`` (the command's folder), named as a
+    refused row is: the field is passed over, the folder never looked in (None: none)."""
     found = stored_out_dir(store, run, root)
-    if found is not None:
-        seq, stored = found
-        pass_over(
-            store,
-            run,
-            seq,
-            f"its train.out_dir {stored[:200]!r} is not looked in: checkpoints are looked for under "
-            f"{os.path.abspath(root)} (the database's folder, or the command's --out-dir)",
-        )
+    if found is None:
+        return None
+    seq, stored = found
+    why = (
+        f"its train.out_dir {stored[:200]!r} is not looked in: checkpoints are looked for under "
+        f"{os.path.abspath(root)} (the database's folder, or the command's --out-dir)"
+    )
+    return Refusal(seq, "run.configured", why)
 
 
 def _out_dir_said(store: EventReader, run: str, root: Path) -> str:
@@ -141,8 +139,6 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path 
     try:
         path = checkpoint_dir(checkpoint_folders(store, run, root), cast(CheckpointWritten, last.event).path)
     except FileNotFoundError as exc:
-        from diagevo.views.configs import recovery  # the config's models: loaded for the refusal alone
-
         how, fork = recovery(store, run, last)
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {last.round}, "

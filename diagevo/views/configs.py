@@ -12,16 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from diagevo.catalog import CATALOG, RoundCommitted, RunConfigured, RunStarted
-from diagevo.config.sections import config_from_record
 from diagevo.errors import BadInput, Call, fork_call
 from diagevo.log import EventReader, StoredEvent
-from diagevo.log.recorder import pass_over
+from diagevo.memory.state import Refusal
 
 CONFIG_TYPES = (RunStarted, RunConfigured)
 
 
 def config_fault(event: StoredEvent) -> str | None:
     """Why the config of this ``run.started`` or ``run.configured`` cannot be used, or None."""
+    from diagevo.config.sections import config_from_record  # the config's models: for a config met alone
+
     match event.event:
         case RunStarted(config=Mapping() as record) | RunConfigured(config=Mapping() as record):
             try:
@@ -32,18 +33,17 @@ def config_fault(event: StoredEvent) -> str | None:
     return "its config is not a table"  # or none: a row written raw
 
 
-def passed_config(store: EventReader, run: str, event: StoredEvent) -> bool:
-    """Whether ``event`` is a ``run.configured`` whose config cannot be used, which a copy of
-    its run (a fork, a what-if) passes over: named (:func:`~diagevo.log.recorder.pass_over`)
-    and left behind, the config before it in force. A ``run.started`` is never passed over: its
-    run has no config without it."""
-    if CATALOG[event.type] is not RunConfigured:
-        return False
-    fault = config_fault(event)
-    if fault is None:
-        return False
-    pass_over(store, run, event.seq, f"{event.type}'s config cannot be used: {fault}")
-    return True
+def config_refusals(store: EventReader, run: str) -> list[Refusal]:
+    """Each ``run.configured`` of ``run`` whose config cannot be used, in log order: the config
+    rule's part of the run's admission (:mod:`diagevo.views.admission`), which a copy of its run (a
+    fork, a what-if) leaves behind, the config before it in force. A ``run.started`` is never
+    refused: its run has no config without it (its readers refuse the run, :func:`unusable_config`)."""
+    refused = []
+    for event in store.rows(run, types=(RunConfigured,)):
+        fault = config_fault(event)
+        if fault is not None:
+            refused.append(Refusal(event.seq, event.type, f"{event.type}'s config cannot be used: {fault}"))
+    return refused
 
 
 def recovery(store: EventReader, run: str, event: StoredEvent) -> tuple[str, Call | None]:

@@ -3,18 +3,21 @@
 One filter decides both, so a list and a follow of the same options show the same events: the
 list reads through the log's indexes (by cause, failure or question id, else by type and round)
 and cuts the result at a limit, saying whether more matched; the follow applies the same filter
-to each event as it is appended.
+to each event as it is appended. The list is a raw view: it shows every row the filter picks, and
+marks each the rules refuse (the run's admission, :mod:`diagevo.views.admission`: ``passed_over``,
+and why).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from diagevo.catalog import CATALOG, CAUSE_FIELDS, Event, RoundCommitted
 from diagevo.log import Recorder
 from diagevo.log.recorder import StoredEvent, payload
+from diagevo.views.admission import admission
 from diagevo.views.follow import follow_events
 from diagevo.views.memory import resolve_run
 
@@ -62,35 +65,38 @@ class EventFilter:
 
 @dataclass(frozen=True)
 class EventPage:
-    """The events a filter picked, in seq order, at most ``limit`` of them (None: all), and
-    whether more matched than are here."""
+    """The events a filter picked, in seq order, at most ``limit`` of them (None: all), whether
+    more matched than are here, and why the rules refuse those of them they refuse (seq -> why)."""
 
     run: str
     events: list[StoredEvent]
     limit: int | None
     truncated: bool
+    refused: Mapping[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.run,
-            "events": [event_json(e) for e in self.events],
+            "events": [event_json(e, self.refused.get(e.seq)) for e in self.events],
             "limit": self.limit,
             "truncated": self.truncated,
         }
 
 
-def event_json(event: StoredEvent) -> dict[str, Any]:
-    """An event as ``memory events --json`` gives it: seq, round, type, event id, data. Its data
+def event_json(event: StoredEvent, refused: str | None = None) -> dict[str, Any]:
+    """An event as ``memory events --json`` gives it: seq, round, type, event id, data, and for
+    a row the rules refuse ``passed_over``, why (:mod:`diagevo.views.admission`). Its data
     (as the line shows it too) is the log's record as stored, as an export's line holds it, not
     the typed event: its class's reader upcasts an older version (a trainer's figures, once flat,
     move under its free-form field), so the typed event would show another record than the log's."""
-    return {
+    shown = {
         "seq": event.seq,
         "round": event.round,
         "type": event.type,
         "event_id": event.event_id,
         "data": payload(event),
     }
+    return shown if refused is None else {**shown, "passed_over": refused}
 
 
 def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: int | None = None) -> EventPage:
@@ -102,7 +108,11 @@ def list_events(store: Recorder, run: str | None, wanted: EventFilter, limit: in
     found = store.read(run_id, keys=keys, types=types, in_round=wanted.in_round, limit=cut)
     picked = [e for e in found if wanted.matches(e)]
     truncated = bool(limit) and len(picked) > (limit or 0)
-    return EventPage(run_id, picked[:limit] if limit else picked, limit or None, truncated)
+    shown = picked[:limit] if limit else picked
+    refusals = admission(store, run_id).refusals
+    listed = {e.seq for e in shown} if refusals else set()
+    refused = {r.seq: r.why for r in refusals if r.seq in listed}
+    return EventPage(run_id, shown, limit or None, truncated, refused)
 
 
 def follow_matching(

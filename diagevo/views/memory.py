@@ -3,48 +3,38 @@ a cache (the view ``memory``, one state per round).
 
 A snapshot is read only where the log vouches for it (the recorder's anchor check) and is always
 equal to the fold: :func:`diagevo.views.verify.verify_run` compares them. Every fold here passes
-over a row the fold refuses, kept with the memory (:attr:`Memory.refused`, a snapshot's too) and
-named (:func:`named`): no stored row stops a reader of the memory. Replay never calls a
-model; this is the only place that joins the log and the pure memory.
+over a row the fold refuses or no reader can take, kept with the memory (:attr:`Memory.refused`, a
+snapshot's too), which the run's admission names (:mod:`diagevo.views.admission`): no stored row
+stops a reader of the memory. Replay never calls a model; this is the only place that joins the
+log and the pure memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import cast
 
 from diagevo.catalog import MILESTONES, Event, RoundCommitted, RunConfigured, RunStarted
 from diagevo.errors import Call, NotFound
 from diagevo.log import EventReader, LogOperator, Recorder, ViewState
-from diagevo.log.recorder import StoredEvent, pass_over
-from diagevo.memory.fold import InvariantError, NotCommitted, commits, decided, fold, fold_until, start, taken
-from diagevo.memory.state import Memory, MemoryImage, Refusal
+from diagevo.log.recorder import StoredEvent, every_row
+from diagevo.memory.fold import InvariantError, NotCommitted, Read, commits, fold, fold_until, start, taken
+from diagevo.memory.state import Memory, MemoryImage
 from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
-from diagevo.views.runs import latest_run
+from diagevo.views.forks import latest_run
 
 VIEW = "memory"
 """The name of the memory's saved states (one per committed round: the round is the part)."""
 
 
-def fold_rows(store: EventReader, run: str, after_seq: int = 0) -> Iterator[StoredEvent]:
+def fold_rows(store: EventReader, run: str, after_seq: int = 0) -> Iterator[Read]:
     """The rows the memory is folded from, after ``after_seq``: those of every type, so that the
     memory's refusals are the fold's over the whole log (a row of evidence in a round the fold has
-    not opened is refused as a commit is), as the audit of ``memory verify`` folds it."""
-    return store.rows(run, after_seq=after_seq)
-
-
-def named(store: EventReader, run: str, refused: Iterable[Refusal]) -> None:
-    """Each row of ``run`` the fold refused, named once to the command that read it, by its run,
-    seq and rule (:func:`~diagevo.log.recorder.pass_over`)."""
-    for refusal in refused:
-        pass_over(store, run, refusal.seq, refusal.why)
-
-
-def _folded(store: EventReader, mem: Memory) -> Memory:
-    named(store, mem.run, mem.refused)
-    return mem
+    not opened is refused as a commit is), as the audit of ``memory verify`` folds it, a row no
+    reader can take among them (:func:`~diagevo.log.recorder.every_row`)."""
+    return every_row(store, run, after_seq)
 
 
 class NoSuchRun(InvariantError, NotFound):
@@ -64,7 +54,7 @@ def unknown_run(store: EventReader, run: str) -> NoSuchRun:
 
 
 def resolve_run(store: Recorder, run: str | None) -> str:
-    """``run``, or the latest run in the log, not a what-if (:func:`~diagevo.views.runs.latest_run`;
+    """``run``, or the latest run in the log, not a what-if (:func:`~diagevo.views.forks.latest_run`;
     :class:`NoSuchRun` for one it does not hold)."""
     if run is not None:
         if not store.has_run(run):
@@ -92,11 +82,11 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
     memory right after ``run.started``. ``since``, a memory of this run the caller holds already
     (M_{t-1} in round t), is the base the fold starts from instead."""
     if since is not None and at_round is None:
-        return _folded(store, fold(fold_rows(store, run, since.last_seq), run, since))
+        return fold(fold_rows(store, run, since.last_seq), run, since)
     if not store.has_run(run):
         raise unknown_run(store, run)
     if at_round == 0:
-        for row in fold_rows(store, run):
+        for row in store.rows(run, limit=1):
             event = row.event
             if not isinstance(event, RunStarted):
                 break
@@ -107,22 +97,17 @@ def load_memory(store: Recorder, run: str, at_round: int | None = None, *, since
         return base
     after = base.last_seq if base else 0
     if at_round is None:
-        return _folded(store, fold(fold_rows(store, run, after), run, base))
-    return _folded(store, fold_until(fold_rows(store, run, after), run, at_round, base))
+        return fold(fold_rows(store, run, after), run, base)
+    return fold_until(fold_rows(store, run, after), run, at_round, base)
 
 
 def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | None = None) -> Iterator[StoredEvent]:
     """The run's rows of every type after round ``after_round``'s commit (0: from its start) that
-    the fold takes (:func:`~diagevo.memory.fold.decided`): what a count of the log counts. A row the
-    fold refuses is passed over, named (:func:`named`), as every reader of the memory passes it
-    over."""
+    the fold takes (:func:`~diagevo.memory.fold.taken`): what a count of the log counts. A row the
+    fold refuses is passed over, as every reader of the memory passes it over (the run's admission
+    names it)."""
     base = load_memory(store, run, after_round) if after_round else None
-    rows = store.rows(run, after_seq=base.last_seq if base is not None else 0, upto_seq=upto_seq)
-    for row in decided(rows, run, base):
-        if isinstance(row, Refusal):
-            named(store, run, (row,))
-        else:
-            yield row
+    yield from taken(store.rows(run, after_seq=base.last_seq if base is not None else 0, upto_seq=upto_seq), run, base)
 
 
 BEARINGS: tuple[type[Event], ...] = (*MILESTONES, RunConfigured)
@@ -160,9 +145,9 @@ def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator
             elif mem is None:
                 mem = load_memory(store, run, rnd)  # from the nearest snapshot before it
             else:
-                mem = _folded(store, fold_until(fold_rows(store, run, mem.last_seq), run, rnd, mem))
+                mem = fold_until(fold_rows(store, run, mem.last_seq), run, rnd, mem)
         except NotCommitted:
-            continue  # a commit the fold passed over (named): no memory of that round
+            continue  # a commit the fold passed over: no memory of that round
         yield mem
 
 

@@ -22,7 +22,7 @@ from diagevo.memory.state import MemoryImage
 from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
-from diagevo.views.runs import fork_copy_problem, fork_source_problem, is_whatif, opening_problem
+from diagevo.views.forks import fork_copy_problem, fork_source_problem, is_whatif, opening_problem
 
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 
