@@ -223,6 +223,19 @@ def duplicate(lines: list[Line], o: list[Line], draw: st.DrawFn) -> list[Line]:
     return [*lines[:at], again, *lines[at:]]
 
 
+def mistyped(lines: list[Line], o: list[Line], draw: st.DrawFn) -> list[Line]:
+    """A line whose columns no reader can take, as SQLite keeps a value of any type in any column:
+    its round or its version a string, or its type empty (a raw row; ingest refuses it)."""
+    i = draw(st.integers(1, len(lines) - 1))
+    out = copy.deepcopy(lines)
+    kind = draw(st.sampled_from(["round", "schema_version", "type"]))
+    if kind == "type":
+        out[i]["type"] = ""
+    else:
+        out[i][kind] = draw(st.sampled_from(["two", "1.5", ""]))
+    return out
+
+
 Mutation = Callable[[list[Line], list[Line], st.DrawFn], list[Line]]
 MUTATIONS: dict[str, Mutation] = {
     f.__name__: f
@@ -235,6 +248,7 @@ MUTATIONS: dict[str, Mutation] = {
         double_promotion,
         forked_mid_run,
         duplicate,
+        mistyped,
     )
 }
 
