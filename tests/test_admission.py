@@ -15,6 +15,7 @@ import pytest
 from diagevo.log import open_log
 from diagevo.rounds.runs import stored_config
 from diagevo.views.admission import admission
+from diagevo.views.forks import fork_marker
 from diagevo.views.memory import committed_rounds, load_memory
 from tests.input_cases import cli
 from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
@@ -235,3 +236,50 @@ def test_a_snapshot_past_a_row_no_reader_can_take_verifies(db: str) -> None:  # 
     problems = json.loads(out)["problems"]
     assert [p for p in problems if not p.startswith(f"seq {seq}: ")] == [], problems  # no snapshot differs
     assert len(problems) == 1 and problems[0].endswith("(every reader passes it over)"), problems
+
+
+def test_a_whatif_of_a_run_whose_last_commit_is_out_of_shape_verifies(db: str) -> None:  # noqa: F811
+    """Round 3 committed by a raw row out of shape (a count of 10^300, a string where a number
+    belongs): a what-if of the run verifies, its marker one its own rules take (it wrote a marker
+    naming that commit, which its rules then refused)."""
+    code, _, err = cli("round", "start", "--run", "m", "--db", db)
+    assert code == 0, err
+    data = json.loads(_commit_data(db, 2)) | {"questions": 10**300, "F": "many"}
+    _raw(db, "m", "round.committed", 3, json.dumps(data))
+    code, out, err = cli("memory", "whatif", "--run", "m", "--set", "memory.k=1.0", "--to", "w", "--db", db, "--json")
+    assert code == 0, err
+    (made,) = json.loads(out)["whatifs"]
+    code, out, _ = cli("memory", "verify", "--run", "w", "--db", db, "--json")
+    assert code == 0, out
+    with open_log(db, create=False) as log:
+        assert fork_marker(log, "w") is not None and admission(log, "w").refusals == ()
+        assert committed_rounds(log, "w") == list(range(1, made["source_round"] + 1))
+
+
+def test_a_copy_takes_no_row_of_a_negative_seq(db: str) -> None:  # noqa: F811
+    """A raw ``run.noted`` stored at seq -1, ahead of the run's start (SQLite keeps any integer a
+    raw INSERT gives): the rules refuse it, and neither a fork nor a what-if copies it as the new
+    run's first row (they did, and the copy then failed its own verification); both verify."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db)
+    with engine.begin() as conn:
+        row = conn.execute(text("SELECT * FROM events WHERE run_id = 'm' AND seq = 1")).mappings().one()
+        forged = {"seq": -1, "event_id": "m/noted-ahead", "type": "run.noted", "data": '{"note":"ahead"}'}
+        values = dict(row) | forged
+        names = ", ".join(values)
+        conn.execute(text(f"INSERT INTO events ({names}) VALUES ({', '.join(':' + c for c in values)})"), values)
+    engine.dispose()
+    with open_log(db, create=False) as log:
+        assert not admission(log, "m").admits(-1)
+    fork = ("memory", "fork", "--round", "2", "--to", "f")
+    whatif = ("memory", "whatif", "--set", "memory.k=1.0", "--to", "w")
+    for args in (fork, whatif):
+        code, _, err = cli(*args, "--run", "m", "--db", db)
+        assert code == 0, err
+    for run in ("f", "w"):
+        code, out, _ = cli("memory", "verify", "--run", run, "--db", db, "--json")
+        assert code == 0, (run, out)
+        with open_log(db, create=False) as log:
+            first = next(log.read(run, limit=1))
+            assert first.type == "run.started" and "run.noted" not in {e.type for e in log.read(run)}, run

@@ -91,8 +91,23 @@ def _refusals(store: Recorder, run: str) -> tuple[Refusal, ...]:
         folded = load_memory(store, run).refused
     except NotStarted as exc:  # no row of the run is one the fold can start from
         folded = exc.refused
-    ruled = (*checkpoint_log(store, run).refused, *config_refusals(store, run), *marker_refusals(store, run))
+    ruled = (
+        *_ahead_of_the_log(store, run),
+        *checkpoint_log(store, run).refused,
+        *config_refusals(store, run),
+        *marker_refusals(store, run),
+    )
     found = {r.seq: r for r in folded}
     for r in ruled:
         found.setdefault(r.seq, r)
     return tuple(found[seq] for seq in sorted(found))
+
+
+def _ahead_of_the_log(store: Recorder, run: str) -> list[Refusal]:
+    """The rows stored at a seq below 1 (a raw INSERT into SQLite may give any): ahead of the
+    run's start, where no writer of the log puts a row, and below any snapshot the fold starts
+    from. One indexed read; none in a log diagevo wrote."""
+    return [
+        Refusal(row.seq, row.type, f"its seq {row.seq} lies ahead of the run's start (a writer gives seq 1 on)")
+        for row in store.rows(run, upto_seq=0, data=False)
+    ]
