@@ -148,10 +148,21 @@ print(bench_reads.prepare(sys.argv[2], int(sys.argv[3])), bench_reads.hot_run(sy
 """
 
 
-def baseline_cli(checkout: Path) -> str:
-    """The CLI module of a checkout: ``diagevo.cli.app`` once cli/ was linked into the package,
-    ``cli.app`` before."""
-    return "diagevo.cli.app" if (checkout / "diagevo" / "cli").exists() else "cli.app"
+_CHECKOUT_CLI = """
+import sys, cli, diagevo
+sys.modules["diagevo.cli"] = diagevo.cli = cli  # its own cli/, never the installed checkout's
+from diagevo.cli.app import main
+sys.argv[0] = "diagevo"
+main()
+"""
+
+
+def baseline_cli(checkout: Path) -> list[str]:
+    """How a checkout's CLI is started (its cwd and PYTHONPATH the checkout): ``-m
+    diagevo.cli.app`` once cli/ was linked into the package; before, its top-level ``cli``
+    package made ``diagevo.cli``, so that an editable install of another checkout does not lend
+    it that checkout's cli/."""
+    return ["-m", "diagevo.cli.app"] if (checkout / "diagevo" / "cli").exists() else ["-c", _CHECKOUT_CLI]
 
 
 def baseline_log(baseline: Path, url: str, events: int, hot: int) -> tuple[str, str]:
@@ -240,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         assert (base_run, base_hot) == (run, hot), (base_run, base_hot)
         swap = {args.db: args.baseline_db}
         before = {
-            k: [sys.executable, "-m", baseline_cli(args.baseline), *(swap.get(a, a) for a in c[1:])]
+            k: [sys.executable, *baseline_cli(args.baseline), *(swap.get(a, a) for a in c[1:])]
             for k, c in commands.items()
         }
         commands = {k: [sys.executable, "-m", "diagevo.cli.app", *c[1:]] for k, c in commands.items()}

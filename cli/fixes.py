@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "Round.open": ("round", "start"),
     "Round.promote": ("round", "promote"),
     "Round.commit": ("round", "commit"),
+    "Round.withdraw": ("round", "withdraw"),
     "show": ("memory", "show"),
     "verify_run": ("memory", "verify"),
     "fork_run": ("memory", "fork"),

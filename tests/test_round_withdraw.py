@@ -4,6 +4,7 @@ the round reads as if it had never been recorded (its promotions, diagnosis and 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,78 @@ def test_round_withdraw_on_the_command_line(tmp_path: Path, capsys: pytest.Captu
     assert f"batch {batch} withdrawn" in out and "4 questions" in out
     code, _, err = run_cli(capsys, "round", "withdraw", "--batch", str(batch), *common)
     assert_one_line_error(code, err, f"batch {batch} of round 1 of run 'w' is withdrawn already")
+
+
+def test_only_a_whole_batch_is_withdrawn(store: diagevo.Recorder) -> None:
+    """Issue 83: a range that cuts a recorded batch (one question short at either end) or runs into
+    the next batch is refused in one line naming the batch or batches it touches, storing nothing
+    (it was taken, half-withdrawing the last question, and the round could then neither record,
+    promote nor withdraw the rest). The whole batch withdraws; then the round records the right
+    file, promotes and commits, and verifies."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    rnd = diagevo.Round.open(store, RUN)
+    wrong = rnd.record(candidates(rnd, "7", n=3)).batch
+    assert wrong is not None
+    first, last = (int(s) for s in wrong.split("-"))
+    nxt = rnd.record([diagevo.Candidate("extra", "free", "Extra?", responses=("\\boxed{1}",) * 4)]).batch
+    head = store.last_seq(RUN)
+    for cut, touched in (
+        (f"{first}-{last - 1}", f"batch {wrong}"),
+        (f"{first + 1}-{last}", f"batch {wrong}"),
+        (f"{first}-{last + 1}", f"batches {wrong} and {nxt}"),
+    ):
+        with pytest.raises(ProtocolError, match=rf"batch {cut} of round 1 of run 'w' is not one recorded batch: "):
+            rnd.withdraw(cut)
+        try:
+            rnd.withdraw(cut)
+        except ProtocolError as exc:
+            assert touched in str(exc) and "\n" not in str(exc), exc
+        assert store.last_seq(RUN) == head  # nothing stored
+    rnd.withdraw(wrong)
+    rnd.withdraw(str(nxt))
+    assert rnd.record(candidates(rnd, "5")).new == 4
+    rnd.promote()
+    rnd.commit({})
+    assert diagevo.verify_run(store, RUN) == []
+
+
+def test_a_conflicting_record_names_the_withdraw_of_its_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 83: the same question id recorded again with another answer is refused naming the
+    batch that holds it and the command that takes it back."""
+    db = f"sqlite:///{tmp_path / 'w.db'}"
+    with diagevo.open_store(db) as store:
+        diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+        rnd = diagevo.Round.open(store, RUN)
+        batch = rnd.record(candidates(rnd, "5")).batch
+        again = candidates(rnd, "7")
+        with pytest.raises(ProtocolError) as refused:
+            rnd.record(again)
+    assert f"batch {batch}" in str(refused.value), refused.value
+    c = again[0]
+    line = {"question_id": c.question_id, "mode": c.mode, "text": c.text, "answers": list(c.responses)}
+    (tmp_path / "again.jsonl").write_text(json.dumps(line) + "\n")
+    code, _, err = run_cli(capsys, "round", "record", str(tmp_path / "again.jsonl"), "--run", RUN, "--db", db)
+    assert code == 1 and f"round withdraw --run {RUN} --batch {batch}" in " ".join(err.split()), err
+
+
+def test_verify_names_a_half_withdrawn_batch(store: diagevo.Recorder) -> None:
+    """A ``batch.withdrawn`` appended past the round's checks (a writer of its own) whose range
+    cuts the recorded batch: ``memory verify`` names it by its seq."""
+    from diagevo.catalog import BatchWithdrawn
+    from diagevo.schemas import new_event
+
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    rnd = diagevo.Round.open(store, RUN)
+    recorded = rnd.record(candidates(rnd, "5"))
+    assert recorded.batch is not None
+    first, last = (int(s) for s in recorded.batch.split("-"))
+    named = [c.question_id for c in candidates(rnd, "5")]
+    half = BatchWithdrawn(first_seq=first, last_seq=last - 1, questions=named, failures=[], counts={}, reason="")
+    store.append([new_event(half, run=RUN, at_round=1, event_id="w/forged-withdrawal")])
+    seq = store.last_seq(RUN)
+    assert [p for p in diagevo.verify_run(store, RUN) if "not one recorded batch" in p] == [
+        f"seq {seq}: batch.withdrawn takes back seqs {first}-{last - 1} of round 1, not one recorded batch whole "
+        "(the round reads half of a batch)"
+    ]

@@ -74,6 +74,11 @@ def open_call(run: str) -> Call:
     return Call("Round.open", f"diagevo.Round.open(store, {run!r})", run=run)
 
 
+def withdraw_call(run: str, batch: str) -> Call:
+    """Take back the recorded batch ``batch`` (``FIRST-LAST``) of ``run``'s open round."""
+    return Call("Round.withdraw", f"diagevo.Round.open(store, {run!r}).withdraw({batch!r})", run=run, batch=batch)
+
+
 def resume_call(run: str, out_dir: object = None) -> Call:
     """Continue ``run`` with diagevo's own trainer; ``out_dir``: the folder its checkpoints lie
     under when it is not the database's (a resume looks there only when told)."""

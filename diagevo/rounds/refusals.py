@@ -21,6 +21,7 @@ from diagevo.catalog import (
     PhaseCompleted,
     TrainStep,
 )
+from diagevo.errors import withdraw_call
 from diagevo.log import EventReader
 from diagevo.memory.counting import Ledger
 from diagevo.memory.fold import Draft
@@ -30,7 +31,7 @@ from diagevo.rounds.protocol import ProtocolError
 from diagevo.schemas import EventIn
 from diagevo.text.parsing import quoted
 from diagevo.views.counts import stored_tally
-from diagevo.views.withdrawn import Withdrawn
+from diagevo.views.withdrawn import Withdrawn, batch_holding
 
 
 def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[EventIn]) -> None:
@@ -58,10 +59,21 @@ def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[
             "type",
         )
         what = getattr(given, "question_id", e.event_id)
-        raise ProtocolError(
-            f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field} "
-            "(give it a new id; recording the same question again is a no-op)"
-        )
+        said = f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field}"
+        raise _already(store, run, t, e.seq, said, "recording the same question again is a no-op")
+
+
+def _already(store: EventReader, run: str, t: int, seq: int, said: str, aside: str) -> ProtocolError:
+    """The refusal of an id the round holds with other content, naming the recorded batch that
+    holds it and the withdrawal that takes that batch back (the way to record the file again)."""
+    span = batch_holding(store, run, t, seq)
+    if span is None:  # no batch of a record holds it (a raw row): a new id is the way
+        return ProtocolError(f"{said} (give it a new id{'; ' + aside if aside else ''})")
+    batch = f"{span[0]}-{span[1]}"
+    return ProtocolError(
+        f"{said}, in batch {batch} (give it a new id{'; ' + aside if aside else ''}), or take that batch back with",
+        withdraw_call(run, batch),
+    )
 
 
 def refuse_reused_failures(store: EventReader, run: str, t: int, given: Mapping[str, FailureRecorded | None]) -> None:
@@ -87,9 +99,8 @@ def refuse_reused_failures(store: EventReader, run: str, t: int, given: Mapping[
         if isinstance(event, FailureRecorded) and record is not None:
             field = next((n for n in FAILURE_FIELDS if getattr(event, n) != getattr(record, n)), None)
             if field is not None:
-                raise ProtocolError(
-                    f"failure {fid!r} is recorded in round {t} already with another {field} (give it a new id)"
-                )
+                said = f"failure {fid!r} is recorded in round {t} already with another {field}"
+                raise _already(store, run, t, e.seq, said, "")
     for fid in given:
         if fid in elsewhere:
             what, other = elsewhere[fid]

@@ -22,7 +22,7 @@ from diagevo.rounds.state import RunState
 from diagevo.schemas import EventIn
 from diagevo.text.parsing import quoted
 from diagevo.views.stats import count_rounds
-from diagevo.views.withdrawn import WITHDRAWABLE, Withdrawn
+from diagevo.views.withdrawn import WITHDRAWABLE, Withdrawn, recorded_batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +50,9 @@ class Batch:
 def withdrawal(store: EventReader, run: str, t: int, st: RunState, batch: Batch, reason: str) -> BatchWithdrawn:
     """The ``batch.withdrawn`` that takes ``batch`` back from round ``t`` of ``run``, decided
     against the log's head (``st``: the round's milestones read under the append lock); each
-    refusal one line naming the batch: not a batch of the round (unknown), withdrawn already, of
-    questions after the promotions, of failures one of which is diagnosed."""
+    refusal one line naming the batch: not a batch of the round (unknown), not one recorded batch
+    whole (:func:`~diagevo.views.withdrawn.recorded_batches`: it cuts one, or runs into the next),
+    withdrawn already, of questions after the promotions, of failures one of which is diagnosed."""
     rows = list(store.rows(run, after_seq=batch.first - 1, upto_seq=batch.last))
     what = f"batch {batch} of round {t} of run {run!r}"
     if not rows:
@@ -62,6 +63,18 @@ def withdrawal(store: EventReader, run: str, t: int, st: RunState, batch: Batch,
                 f"{what}: seq {e.seq} is a {e.type} of round {e.round}, and a batch withdrawn holds only the round's "
                 "recorded questions or failures"
             )
+    touched = [
+        Batch(*span) for span in recorded_batches(store, run, t) if span[0] <= batch.last and batch.first <= span[1]
+    ]
+    if touched != [batch]:
+        said = (
+            f"batch {touched[0]}"
+            if len(touched) == 1
+            else f"batches {', '.join(map(str, touched[:-1]))} and {touched[-1]}"
+        )
+        raise ProtocolError(
+            f"{what} is not one recorded batch: it touches {said} (a withdrawal takes back one recorded batch whole)"
+        )
     done = Withdrawn.of(store, run, t).overlapping(t, batch.first, batch.last)
     if done is not None:
         raise OutOfOrder(f"{what} is withdrawn already (seqs {done[0]}-{done[1]})")

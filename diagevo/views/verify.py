@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
+from diagevo.catalog import CATALOG, BatchWithdrawn, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
 from diagevo.log.recorder import PASSED, StoredEvent
@@ -23,6 +23,7 @@ from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.forks import fork_copy_problem, fork_source_problem, is_whatif, opening_problem
+from diagevo.views.withdrawn import recorded_batches
 
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 
@@ -55,6 +56,7 @@ def verdict(store: Recorder, run: str) -> Verdict:
             problems.append(f"invariant: {checked.invariant}{how}")
         problems += [f"seq {b.at}: {b.rule}: {b.reason}{how}" for b in checked.breaks]
         problems += forked_problems(store, run)
+        problems += withdrawal_problems(store, run)
         # a config the fold accepts (k is positive) that its readers refuse; one the fold
         # refused is named once, by the fold
         named = "\n".join(problems)
@@ -113,6 +115,22 @@ def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call |
         return "", None
     how, fork = recovery(store, run, event)
     return f"; {how}", fork
+
+
+def withdrawal_problems(store: EventReader, run: str) -> list[str]:
+    """Each ``batch.withdrawn`` of ``run`` that takes back no recorded batch whole (a range that
+    cuts one or runs into the next: a forged row, since a withdrawal is decided against the
+    recorded batches, :func:`~diagevo.views.withdrawn.recorded_batches`)."""
+    out = []
+    for row in store.rows(run, types=(BatchWithdrawn,)):
+        taken = cast(BatchWithdrawn, row.event)
+        span = (taken.first_seq, taken.last_seq)
+        if span not in recorded_batches(store, run, row.round):
+            out.append(
+                f"seq {row.seq}: batch.withdrawn takes back seqs {span[0]}-{span[1]} of round {row.round}, "
+                "not one recorded batch whole (the round reads half of a batch)"
+            )
+    return out
 
 
 def forked_problems(store: EventReader, run: str) -> list[str]:

@@ -67,3 +67,24 @@ class Withdrawn:
     def overlapping(self, t: int, first: int, last: int) -> tuple[int, int] | None:
         """A range of round ``t`` withdrawn already that meets ``first``..``last``, or None."""
         return next((span for span in self.ranges.get(t, ()) if span[0] <= last and first <= span[1]), None)
+
+
+def recorded_batches(store: EventReader, run: str, t: int) -> list[tuple[int, int]]:
+    """Round ``t``'s recorded batches, each (first seq, last seq), in log order: what one append
+    of the round's questions or failures stored (consecutive seqs under one ``recorded_at``, the
+    stamp of its transaction), those withdrawn included. A withdrawal takes back one of them
+    whole (:func:`~diagevo.rounds.withdraw.withdrawal`)."""
+    spans: list[tuple[int, int]] = []
+    stamp = None
+    for e in store.read(run, types=WITHDRAWABLE, in_round=t):
+        if spans and e.seq == spans[-1][1] + 1 and e.recorded_at == stamp:
+            spans[-1] = (spans[-1][0], e.seq)
+        else:
+            spans.append((e.seq, e.seq))
+            stamp = e.recorded_at
+    return spans
+
+
+def batch_holding(store: EventReader, run: str, t: int, seq: int) -> tuple[int, int] | None:
+    """The recorded batch of round ``t`` that holds the row at ``seq`` (None: no batch does)."""
+    return next((span for span in recorded_batches(store, run, t) if span[0] <= seq <= span[1]), None)
