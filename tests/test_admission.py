@@ -283,3 +283,32 @@ def test_a_copy_takes_no_row_of_a_negative_seq(db: str) -> None:  # noqa: F811
         with open_log(db, create=False) as log:
             first = next(log.read(run, limit=1))
             assert first.type == "run.started" and "run.noted" not in {e.type for e in log.read(run)}, run
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("texts", "[1, 2]", "its texts column is not a JSON object"),
+        ("texts", "not json", "its texts column is not JSON"),
+        ("recorded_at", "yesterday", "its recorded_at is not a timestamp (ISO 8601 with a UTC offset)"),
+        ("recorded_at", "2026-11-28T10:00:00", "its recorded_at is not a timestamp (ISO 8601 with a UTC offset)"),
+    ],
+)
+def test_verify_names_a_column_sqlite_keeps_and_postgresql_refuses(db: str, column: str, value: str, said: str) -> None:  # noqa: F811
+    """A raw SQLite row of a type with no long texts whose ``texts`` column holds no JSON object, or
+    whose ``recorded_at`` is no timestamp with its UTC offset (PostgreSQL's checks refuse both):
+    ``memory verify`` names it by its seq; the readers read on."""
+    from sqlalchemy import create_engine
+
+    from tests.test_log_shapes_pg import raw_row
+    from tests.test_log_trainer_role import insert
+
+    engine = create_engine(db)
+    insert(engine, raw_row(db, "m", "run.noted", 2, {"note": "a note"}, **{column: value}))
+    engine.dispose()
+    with open_log(db, create=False) as log:
+        seq = log.last_seq("m")
+    code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
+    assert code == 1 and f"seq {seq}: {said}" in json.loads(out)["problems"], out
+    code, _, err = cli("memory", "show", "--run", "m", "--db", db)
+    assert code == 0, err

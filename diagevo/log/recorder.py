@@ -31,7 +31,15 @@ from diagevo.log.chain import (
 )
 from diagevo.log.errors import ConflictError, RunBusy, StoreError
 from diagevo.log.registry import shape_problem
-from diagevo.log.stored import RawRow, column_problem, loads_data, row_problem, text_problems, text_refs
+from diagevo.log.stored import (
+    RawRow,
+    column_problem,
+    loads_data,
+    row_problem,
+    stamp_problem,
+    text_problems,
+    text_refs,
+)
 from diagevo.text.urls import redact_url
 
 if TYPE_CHECKING:
@@ -228,8 +236,20 @@ META = Shape(
     lambda r: StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3]),
 )
 RAW = Shape(
-    ("seq", "event_id", "round", "type", "schema_version", "data", "prev_hash", "hash", "texts", *KEY_FIELDS),
-    lambda r: RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:])),
+    (
+        "seq",
+        "event_id",
+        "round",
+        "type",
+        "schema_version",
+        "data",
+        "prev_hash",
+        "hash",
+        "texts",
+        *KEY_FIELDS,
+        "recorded_at",
+    ),
+    lambda r: RawRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9:-1]), r[-1]),
 )
 
 
@@ -480,8 +500,11 @@ class LogOperator(Stored):
                 problems.append(f"seq {r.seq}: {shape}")
                 readable = False
             refs = text_refs(r.type, data)
-            if refs:
+            if refs or r.texts is not None:  # a texts column of no object is named, whatever its row holds
                 problems += text_problems(r.seq, refs, r.texts)[0]
+            stamp = stamp_problem(r.recorded_at)
+            if stamp is not None:
+                problems.append(f"seq {r.seq}: {stamp}")
             if readable:
                 yield StoredEvent(r.seq, r.round, r.type, r.schema_version, data)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import orjson
@@ -30,6 +31,7 @@ class RawRow(NamedTuple):
     hash: str
     texts: str | None
     keys: tuple[str | None, ...]  # the key columns (KEY_FIELDS)
+    recorded_at: str = ""  # when its append was made, as the database keeps it (any type, on SQLite)
 
 
 ARTIFACT_KEY = "$artifact"
@@ -68,6 +70,21 @@ def loads_data(text_: str) -> dict[str, Any]:
     if type(value) is not dict:
         raise ValueError(NOT_AN_OBJECT)
     return value
+
+
+STAMP_PROBLEM = "its recorded_at is not a timestamp (ISO 8601 with a UTC offset)"
+
+
+def stamp_problem(value: Any) -> str | None:
+    """Why a row's ``recorded_at`` is no timestamp as diagevo's appends write it, or None: ISO 8601
+    with a UTC offset (PostgreSQL's insert check refuses another; SQLite keeps any value)."""
+    if type(value) is not str:
+        return STAMP_PROBLEM
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return STAMP_PROBLEM
+    return None if when.tzinfo is not None else STAMP_PROBLEM
 
 
 def column_problem(round_: Any, version: Any = 1) -> str | None:
