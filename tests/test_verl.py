@@ -827,3 +827,26 @@ def test_the_example_round_trip_runs(tmp_path: Path) -> None:
         assert diagevo.verify_run(store, "x") == []
         [summary] = diagevo.runs(store)
         assert "verl" in summary.trainer
+
+
+def test_a_manifest_whose_construction_n_is_no_number_is_refused_naming_it(
+    store: diagevo.Recorder, tmp_path: Path
+) -> None:
+    """Issue 83: ``verl.json`` with ``actor_rollout_ref.rollout.n=²`` (a digit to ``str.isdigit``,
+    none to ``int``) is refused naming the file and the field; it raised Python's ValueError."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    diagevo.Round.open(store, RUN)
+    out = tmp_path / "r1"
+    export_round(store, RUN, out)
+    asked = generated(
+        out / "curriculum.parquet", tmp_path / "q.parquet", lambda row: [f"<question>What is {row.Index}?</question>"]
+    )
+    export_round(store, RUN, out, questions=asked)
+    four = generated(out / "construct.parquet", out / "four.parquet", lambda row: ["\\boxed{1}"] * 4)
+    manifest = json.loads((out / "verl.json").read_text())
+    manifest["overrides"]["construct.parquet"] = ["actor_rollout_ref.rollout.n=²"]
+    (out / "verl.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        BadInput, match=r"verl.json: its actor_rollout_ref.rollout.n of construct.parquet, '²', is no whole"
+    ):
+        generated_candidates(four, RUN, 1)

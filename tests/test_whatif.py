@@ -311,3 +311,10 @@ def test_a_log_without_promotion_markers_is_decided_where_it_promoted(tmp_path: 
         assert all(e.type != "promotions.decided" for e in store.read(lower))
         [*_, three] = memories(store, lower)
         assert three["causes"]["C2"][1] == "active"  # promoted in round 3, then z reactivated it
+
+
+def test_a_setting_of_a_vast_integer_is_refused_naming_it(store: Recorder) -> None:
+    """Issue 83: a setting of 10**5000 (where the value text belongs) is the library's one-line
+    refusal naming the setting; quoting the value raised Python's int-string ValueError."""
+    with pytest.raises(BadInput, match=r"settings\['memory.k'\]: .*an integer of about 5,000 digits"):
+        what_if(store, RUN, {"memory.k": 10**5000})  # type: ignore[dict-item]

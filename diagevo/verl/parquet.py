@@ -316,8 +316,16 @@ def _construct_n(manifest_path: Path, manifest: Mapping[str, Any]) -> tuple[int,
     given = overrides.get("construct.parquet", []) if isinstance(overrides, dict) else []
     for item in given if isinstance(given, list) else []:
         key, _, value = str(item).partition("=")
-        if key == "actor_rollout_ref.rollout.n" and value.isdigit():
-            return int(value), f"{manifest_path}'s actor_rollout_ref.rollout.n"
+        if key != "actor_rollout_ref.rollout.n":
+            continue
+        if not (value.isascii() and value.isdigit()):  # "²" is a digit to str.isdigit, not to int()
+            raise BadInput(
+                f"{manifest_path}: its actor_rollout_ref.rollout.n of construct.parquet, {quoted(value, 40)}, is no "
+                "whole number (export the round again: the export writes it)",
+                about="actor_rollout_ref.rollout.n",
+                value=value,
+            )
+        return int(value), f"{manifest_path}'s actor_rollout_ref.rollout.n"
     return None
 
 
