@@ -379,10 +379,18 @@ def _usage_error(exc: BaseException) -> str | None:
         return moved
     message = redact_text(" ".join(str(exc.format_message()).split()))
     ctx = getattr(exc, "ctx", None)
-    if ctx is not None and _needs(ctx):
+    # a value refused is answered by its rule; a missing or unknown option by what the command needs
+    needs = _needs(ctx) if ctx is not None and not _bad_value(exc) else ""
+    if needs:
         message = message.rstrip(".")
-    hint = f"{_needs(ctx)} (see '{ctx.command_path} --help')" if ctx is not None else ""
+    hint = f"{needs} (see '{ctx.command_path} --help')" if ctx is not None else ""
     return message + hint
+
+
+def _bad_value(exc: BaseException) -> bool:
+    """Whether click refused a value given (``--steps 0``), not a missing or unknown option (its
+    ``MissingParameter`` is a ``BadParameter`` of no value; typer carries a click of its own)."""
+    return isinstance(exc, typer.BadParameter) and type(exc).__name__ != "MissingParameter"
 
 
 def _needs(ctx: Any) -> str:

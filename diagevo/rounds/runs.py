@@ -202,8 +202,12 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
     """Apply ``overrides`` (``section.field=value``) to the config of a fork that has not yet
     run a round of its own (``round start --set``): a ``run.configured`` before its first
     round. Any other existing run keeps its config (:class:`ProtocolError`: fork it to change
-    it). The method's fields are checked here; a component's are carried, for the trainer that
-    reads them to check. False when the overrides change nothing."""
+    it), unless the overrides are the values it has. The method's fields are checked here; a
+    component's are carried, for the trainer that reads them to check. False when the overrides
+    change nothing."""
+    current = run_config(store, run)
+    if current.overridden(overrides).redacted() == current.redacted():
+        return False  # the run's own values: nothing to change, nothing to refuse
     forked = [e.round for e in store.read(run, types=(RunForked,))]
     st = round_state(store, run)
     if not forked or any(t > forked[-1] for t in st.started):
@@ -212,7 +216,7 @@ def configure_fork(store: Recorder, run: str, overrides: Sequence[str]) -> bool:
             raise ProtocolError(f"run {run!r} {own}: its config is fixed (a fork at a committed round may change it)")
         fork = fork_call(run, st.last_committed, f"{run}-fork", dict(o.split("=", 1) for o in overrides))
         raise ProtocolError(f"run {run!r} {own}: its config is fixed; change it in a fork:", fork, about=run)
-    return configure_run(store, run, run_config(store, run).overridden(overrides))
+    return configure_run(store, run, current.overridden(overrides))
 
 
 def _without_target(config: MethodConfig) -> dict[str, Any]:
