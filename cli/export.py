@@ -59,7 +59,9 @@ def verl(
     out: OutOpt,
     t: Annotated[
         int | None,
-        typer.Option("--round", min=1, help="The round (default: the run's open round, else its last committed one)."),
+        typer.Option(
+            "--round", min=1, help="The round (default: the run's open round; a committed one is exported when named)."
+        ),
     ] = None,
     questions: Annotated[
         Path | None,

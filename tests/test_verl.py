@@ -112,9 +112,12 @@ def test_the_export_is_the_round_in_verls_layout(store: diagevo.Recorder, tmp_pa
     assert (info["votes"], info["lam"], info["cluster_distance_threshold"], info["top_p"]) == (4, 1.0, 0.5, 0.99)
     curriculum = pq.read_table(tmp_path / "r1" / "curriculum.parquet").to_pylist()
     assert [r["extra_info"]["question_id"] for r in curriculum] == [q.question_id for q in rnd.requests(5)]
-    # committed, the round has no requests to draw: its questions alone
+    # committed, the round has no requests to draw: its questions alone, when it is named; unnamed,
+    # the export is refused (the next step's files are the open round's), naming the round to open
     rnd.commit({})
-    again = export_round(store, RUN, tmp_path / "r1")
+    with pytest.raises(BadInput, match=r"has no open round: round 1 is committed .* open round 2 first with"):
+        export_round(store, RUN, tmp_path / "r1")
+    again = export_round(store, RUN, tmp_path / "r1", t=1)
     assert not again.open and [f.name for f in again.files] == ["solver.parquet"]
 
 
@@ -528,7 +531,7 @@ def test_a_stale_dump_is_refused_even_where_its_questions_match(store: diagevo.R
     questions; a dump read for another round, run or question set is refused in one line, though
     its prompts ask the same texts with the same labels."""
     recorded_round(store).commit({})
-    export_round(store, RUN, tmp_path / "r1")
+    export_round(store, RUN, tmp_path / "r1", t=1)
     write_dump(tmp_path / "r1" / "rollouts", 1, dump_lines(store))
     manifest = json.loads((tmp_path / "r1" / "verl.json").read_text())
     assert (manifest["run"], manifest["round"], len(manifest["questions"])) == (RUN, 1, 64)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.curriculum.prompts import parse_question, solver_messages
-from diagevo.errors import BadInput, NotFound, require_use
+from diagevo.errors import BadInput, NotFound, open_call, require_use
 from diagevo.files.written import export_dir, replaced, write_replacing
 from diagevo.log import Recorder
 from diagevo.rounds import Candidate, LoggedQuestion, ProtocolError, Request, Round, logged_questions, round_state
@@ -156,7 +156,8 @@ def _request_ids(rnd: Round, q: Request, index: int) -> dict[str, Any]:
 def export_round(
     store: Recorder, run: str, out: Path, *, t: int | None = None, questions: Path | None = None
 ) -> VerlExport:
-    """Write round ``t`` of ``run`` (default: its open round, else its last committed one) into
+    """Write round ``t`` of ``run`` (default: its open round; with none open, refused naming the
+    last committed one, which is exported when named) into
     the directory ``out``: ``solver.parquet`` once questions are retained, and while the round
     is open ``challenger.parquet`` (|Q^chal| requests) and ``curriculum.parquet`` (|Q^cur|
     requests), the sizes of the run's config; with ``questions`` (verl's generation output of
@@ -166,7 +167,11 @@ def export_round(
         raise NotFound(f"no run {run!r} in the database{did_you_mean(run, store.runs())}")
     st = round_state(store, run)
     if t is None:
-        t = st.open_round or st.last_committed
+        if not st.open_round:  # the next step's files are the open round's: none is
+            last = st.last_committed
+            said = f"round {last} is committed (name it to export it again)" if last else "it has no round yet"
+            raise BadInput(f"run {run!r} has no open round: {said}; open round {last + 1} first with", open_call(run))
+        t = st.open_round
     if t < 1 or t > st.last_committed and t != st.open_round:
         opened = f", its open round {st.open_round}" if st.open_round else ", and no round is open"
         raise BadInput(
