@@ -10,6 +10,7 @@ import pytest
 from diagevo.curriculum.prompts import SOLVER_SYSTEM, solver_messages
 from diagevo.generation import GenerationError, Sampling, make_engine, render_plain
 from diagevo.generation.endpoint import EndpointEngine
+from diagevo.generation.openai_client import ModelNotServed
 from tests.llm_server import Fail, LLMServer
 
 
@@ -108,3 +109,14 @@ def test_an_unreachable_server_is_one_line(tmp_path: Any) -> None:
 def test_make_engine_needs_a_url() -> None:
     with pytest.raises(ValueError, match="base URL"):
         make_engine("endpoint", "m")
+
+
+def test_a_404_for_a_model_the_server_does_not_serve_names_the_ones_it_does(srv: LLMServer) -> None:
+    """Issue 83: vLLM answers a request for a model it does not serve with HTTP 404; the refusal
+    names the models the server lists (it said only "HTTP 404"). A 404 for a model it lists stays
+    the server's own error."""
+    srv.default("other", Fail(404, "The model `solver` does not exist."))
+    with pytest.raises(ModelNotServed, match=r"does not serve model 'solver'.*it lists 'test-model', 'm'"):
+        EndpointEngine("solver", url=srv.url, max_retries=0).generate([solver_messages("x")], Sampling())
+    with pytest.raises(GenerationError, match="HTTP 404"):
+        EndpointEngine("m", url=srv.url, max_retries=0).generate([solver_messages("x")], Sampling())

@@ -853,3 +853,31 @@ def test_a_manifest_whose_construction_n_is_no_number_is_refused_naming_it(
         BadInput, match=r"verl.json: its actor_rollout_ref.rollout.n of construct.parquet, '²', is no whole"
     ):
         generated_candidates(four, RUN, 1)
+
+
+def test_the_rounds_export_folder_named_for_its_dump_points_at_rollouts(
+    store: diagevo.Recorder, tmp_path: Path
+) -> None:
+    """Issue 83: ``--from-verl ROUND`` (the export's folder, beside its ``rollouts/``) is refused
+    naming ``ROUND/rollouts``; it said only that the folder holds no dump."""
+    recorded_round(store)
+    export_round(store, RUN, tmp_path)
+    write_dump(tmp_path / "rollouts", 1, dump_lines(store))
+    with pytest.raises(NotFound, match=rf"is the round's export, not its dump: name {tmp_path / 'rollouts'}"):
+        rollout_failures(store, RUN, tmp_path)
+
+
+def test_a_response_of_none_is_refused_by_its_index(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """Issue 83: a generation whose row holds a null response is refused naming the row and the
+    response's place; it said only that the responses are not a list of texts."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    diagevo.Round.open(store, RUN)
+    out = tmp_path / "r1"
+    export_round(store, RUN, out)
+    asked = generated(
+        out / "curriculum.parquet", tmp_path / "q.parquet", lambda row: [f"<question>What is {row.Index}?</question>"]
+    )
+    export_round(store, RUN, out, questions=asked)
+    holed = generated(out / "construct.parquet", out / "holed.parquet", lambda row: ["\\boxed{1}", None, "1", "2"])
+    with pytest.raises(BadInput, match=r"row 1: response 1 of 4 is None, not a text"):
+        generated_candidates(holed, RUN, 1)

@@ -16,7 +16,7 @@ from typing import Any
 
 from diagevo.errors import BadInput
 from diagevo.generation import GenerationError, Messages, Sampling, model_text, render_plain
-from diagevo.generation.openai_client import BadResponse, OpenAIClient, TransportError
+from diagevo.generation.openai_client import BadResponse, OpenAIClient, TransportError, check_endpoint
 from diagevo.runtime import aio
 from diagevo.runtime.progress import ProgressFn, no_progress
 
@@ -102,6 +102,8 @@ class EndpointEngine:
             rest = await asyncio.gather(*(one(i, m) for i, m in enumerate(prompts) if i >= len(first)))
             return first + list(rest)
         except TransportError as exc:
+            if exc.status == 404:  # the route or the model is unknown there: say which models it serves
+                check_endpoint(self.url, model=self.model, what="endpoint")
             raise GenerationError(f"endpoint {self.url} ({self.model}): {exc}") from None
         finally:
             await self.client.aclose()

@@ -183,6 +183,9 @@ def step_files(folder: Path) -> list[tuple[int, Path]]:
         raise NotFound(f"no directory {folder}: name verl's trainer.rollout_data_dir")
     steps = sorted((int(p.stem), p) for p in folder.iterdir() if STEP_FILE.fullmatch(p.name) and p.is_file())
     if not steps:
+        below = folder / "rollouts"
+        if (folder / MANIFEST).is_file() and below.is_dir():  # the round's export folder, named for its dump
+            raise NotFound(f"{folder} is the round's export, not its dump: name {below} (its trainer.rollout_data_dir)")
         raise NotFound(f"{folder} holds no rollout dump (STEP.jsonl, as verl's trainer.rollout_data_dir holds)")
     return steps
 

@@ -364,8 +364,12 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
             theirs = f"round {quoted(info.get('round'))} of run {quoted(info.get('run'))}"
             raise BadInput(f"{where} is of {theirs}, not round {t} of run {quoted(run)}: another round's generation")
         _check_tag(info.get("export"), want, where, source)
-        if not isinstance(responses, list) or not all(isinstance(r, str) for r in responses):
-            raise BadInput(f"{where}: responses is not a list of texts")
+        if not isinstance(responses, list):
+            raise BadInput(f"{where}: responses is not a list of texts (it is {type(responses).__name__})")
+        odd = next((i for i, r in enumerate(responses) if not isinstance(r, str)), None)
+        if odd is not None:
+            shown = "None" if responses[odd] is None else f"a {type(responses[odd]).__name__}"
+            raise BadInput(f"{where}: response {odd} of {len(responses)} is {shown}, not a text")
         yield where, info, responses
 
 
