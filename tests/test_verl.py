@@ -881,3 +881,57 @@ def test_a_response_of_none_is_refused_by_its_index(store: diagevo.Recorder, tmp
     holed = generated(out / "construct.parquet", out / "holed.parquet", lambda row: ["\\boxed{1}", None, "1", "2"])
     with pytest.raises(BadInput, match=r"row 1: response 1 of 4 is None, not a text"):
         generated_candidates(holed, RUN, 1)
+
+
+def _constructed(store: diagevo.Recorder, tmp_path: Path) -> tuple[Path, Path]:
+    """Round 1 exported with the challenger's questions: (the export folder, the curriculum's generation)."""
+    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
+    diagevo.Round.open(store, RUN)
+    out = tmp_path / "r1"
+    export_round(store, RUN, out)
+    asked = generated(
+        out / "curriculum.parquet",
+        out / "questions.parquet",
+        lambda row: [f"<question>What is {row.Index}?</question>"],
+    )
+    export_round(store, RUN, out, questions=asked)
+    return out, asked
+
+
+def test_a_second_chunk_of_the_generation_records_after_a_plain_export(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """Issue 83: ``export verl`` without ``--questions`` (the script's step after each promote)
+    keeps construct.parquet's tag in verl.json, so a second chunk of its generation records (it
+    was refused as "written by an older diagevo")."""
+    import pandas as pd
+
+    out, _ = _constructed(store, tmp_path)
+    whole = generated(out / "construct.parquet", out / "constructed.parquet", lambda row: ["\\boxed{1}"] * 4)
+    frame = pd.read_parquet(whole)
+    frame.iloc[:2].to_parquet(out / "chunk1.parquet")
+    frame.iloc[2:].to_parquet(out / "chunk2.parquet")
+    rnd = diagevo.Round(store, RUN, 1)
+    assert rnd.record(generated_candidates(out / "chunk1.parquet", RUN, 1)).new == 2
+    tags = json.loads((out / "verl.json").read_text())["exports"]
+    export_round(store, RUN, out)  # no --questions: construct.parquet is not written again
+    assert json.loads((out / "verl.json").read_text())["exports"]["construct.parquet"] == tags["construct.parquet"]
+    assert rnd.record(generated_candidates(out / "chunk2.parquet", RUN, 1)).new == len(frame) - 2
+
+
+def test_a_refusal_of_a_generation_names_the_real_cause_first(
+    store: diagevo.Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 83: the curriculum's generation given for construct.parquet's is named as such (its
+    tag was named as construct's); a generation recorded into a committed round is refused as one
+    (it was "written by an older diagevo")."""
+    out, asked = _constructed(store, tmp_path)
+    with pytest.raises(BadInput, match=r"is a generation of curriculum.parquet, not of construct.parquet"):
+        generated_candidates(asked, RUN, 1)
+    whole = generated(out / "construct.parquet", out / "constructed.parquet", lambda row: ["\\boxed{1}"] * 4)
+    rnd = diagevo.Round(store, RUN, 1)
+    rnd.promote(allow_empty=True)
+    rnd.commit({})
+    export_round(store, RUN, out, t=1)
+    code, _, err = run_cli(
+        capsys, "round", "record", "--from-verl", str(whole), "--run", RUN, "--round", "1", "--db", store.url
+    )
+    assert code == 1 and "committed" in err and "older diagevo" not in err, err

@@ -207,15 +207,43 @@ def export_round(
             pa.parquet.write_table(table, fh)
         skipped = left_out if name == "construct" else 0
         files.append(VerlFile(path.name, table.num_rows, path.stat().st_size, overrides(rnd, name, len(rows)), skipped))
+    kept = _kept_from(folder, run, t, written)
     manifest = {
         "run": run,
         "round": t,
         "questions": questions_digest(retained),
-        "exports": {f"{name}.parquet": rows[0]["extra_info"]["export"] for name, rows in written.items()},
-        "overrides": {f.name: f.overrides for f in files},
+        "exports": {
+            **kept["exports"],
+            **{f"{name}.parquet": rows[0]["extra_info"]["export"] for name, rows in written.items()},
+        },
+        "overrides": {**kept["overrides"], **{f.name: f.overrides for f in files}},
     }
     write_replacing(folder / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     return VerlExport(run, t, str(folder), is_open, files)
+
+
+EXPORTED = frozenset(f"{name}.parquet" for name in ("challenger", "curriculum", "construct", "solver"))
+"""The files an export writes (a manifest's other names are nobody's)."""
+
+
+def _kept_from(folder: Path, run: str, t: int, written: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What the manifest in ``folder`` (of this run and round) says of the files this export does
+    not write again that still lie there (``construct.parquet`` after an export without
+    ``--questions``): their tags and overrides, kept, so a later record of their generation is
+    still told apart from another export's."""
+    kept: dict[str, dict[str, Any]] = {"exports": {}, "overrides": {}}
+    if not (folder / MANIFEST).is_file():
+        return kept
+    old = read_manifest(folder / MANIFEST)
+    if (old.get("run"), old.get("round")) != (run, t):
+        return kept
+    rewritten = {f"{name}.parquet" for name in written}
+    for part in ("exports", "overrides"):
+        held = old.get(part)
+        for name, value in held.items() if isinstance(held, dict) else ():
+            if name in EXPORTED and name not in rewritten and (folder / name).is_file():
+                kept[part][name] = value
+    return kept
 
 
 def tagged(run: str, t: int, name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -355,7 +383,6 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
     if not rows:
         raise BadInput(f"{path} holds no rows")
     found = round_manifest(path, run, t)
-    want = manifest_tag(found[1], found[0], source) if found else None
     for i, row in enumerate(rows, 1):
         where, info, responses = f"{path} row {i}", row["extra_info"], row["responses"]
         if not isinstance(info, dict) or not isinstance(info.get("question_id"), str):
@@ -363,7 +390,7 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
         if (info.get("run"), info.get("round")) != (run, t):
             theirs = f"round {quoted(info.get('round'))} of run {quoted(info.get('run'))}"
             raise BadInput(f"{where} is of {theirs}, not round {t} of run {quoted(run)}: another round's generation")
-        _check_tag(info.get("export"), want, where, source)
+        _check_tag(info.get("export"), found, where, source)
         if not isinstance(responses, list):
             raise BadInput(f"{where}: responses is not a list of texts (it is {type(responses).__name__})")
         odd = next((i for i, r in enumerate(responses) if not isinstance(r, str)), None)
@@ -373,16 +400,24 @@ def generated_rows(path: Path, run: str, t: int, source: str) -> Iterable[tuple[
         yield where, info, responses
 
 
-def _check_tag(tag: object, want: str | None, where: str, source: str) -> None:
+def _check_tag(tag: object, found: tuple[Path, Mapping[str, Any]] | None, where: str, source: str) -> None:
     """Refuse a generated row of another export of ``source`` than the manifest beside it names
-    (``want``; None: no manifest of the round there, any tag of this round's export holds), or
-    of an export that wrote no tag."""
+    (``found``: its path and content; None: no manifest of the round there, any tag of this round's
+    export holds), or of an export that wrote no tag. The real cause first: a generation of another
+    file of the export is named as that file's, before any tag is compared."""
     if not isinstance(tag, str):
         raise BadInput(
             f"{where}: its extra_info has no export tag: a generation of {source} exported by an older diagevo; "
             "export the round again and generate from that export"
         )
-    if want is not None and tag != want:
+    if found is None:
+        return
+    tags = found[1].get("exports")
+    other = next((name for name, t in tags.items() if t == tag), None) if isinstance(tags, dict) else None
+    if other is not None and other != source:
+        raise BadInput(f"{where} is a generation of {other}, not of {source}: name verl's generation of {source}")
+    want = manifest_tag(found[1], found[0], source)
+    if tag != want:
         raise BadInput(
             f"{where} belongs to round {tag_round(tag)}'s export of {source} (tag {quoted(tag, 40)}), not the one "
             f"beside it ({want}): generate from the file the manifest names, or export the round into its own folder"
