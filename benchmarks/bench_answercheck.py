@@ -133,7 +133,7 @@ def score(chk: EquivalenceChecker, pairs: list[tuple[str, str]]) -> None:
     equivalence._default = chk
     try:
         for i, (response, label) in enumerate(pairs):
-            compute_score("s", response, label, {"question_id": f"q{i}"})
+            compute_score("diagevo/solver", response, label, {"question_id": f"q{i}"})
     finally:
         equivalence._default = None
 

@@ -262,7 +262,7 @@ def test_an_answer_of_59_bytes_that_costs_a_minute_is_refused_unchecked(response
     """The solver's reward of an answer that would be evaluated for a minute: different at once,
     counted as skipped, and nothing sent to math-verify."""
     before = default_checker().stats.snapshot()
-    assert compute_score("s", response, "1", {})["score"] == -1.0
+    assert compute_score("diagevo/solver", response, "1", {})["score"] == -1.0
     after = default_checker().stats.snapshot()
     assert after["skipped"] == before["skipped"] + 1
     assert (after["parses"], after["verifies"], after["timeouts"]) == (
@@ -270,7 +270,7 @@ def test_an_answer_of_59_bytes_that_costs_a_minute_is_refused_unchecked(response
         before["verifies"],
         before["timeouts"],
     )
-    assert compute_score("s", response, response[7:-1], {})["score"] == 1.0  # identical still agrees
+    assert compute_score("diagevo/solver", response, response[7:-1], {})["score"] == 1.0  # identical still agrees
 
 
 def test_a_check_over_its_cpu_limit_counts_as_different_and_as_a_timeout() -> None:

@@ -254,9 +254,9 @@ def test_the_challenger_reward_names_a_stale_batch_size() -> None:
 @pytest.mark.parametrize(
     ("call", "named"),
     [
-        (lambda: compute_score("s", None, "1"), "solution_str must be a string, not NoneType"),
-        (lambda: compute_score("s", "\\boxed{1}", 1), "ground_truth must be a string or None, not int"),
-        (lambda: compute_score("s", "\\boxed{1}", "1", ["q1"]), "extra_info must be a mapping"),
+        (lambda: compute_score("diagevo/solver", None, "1"), "solution_str must be a string, not NoneType"),
+        (lambda: compute_score("diagevo/solver", "\\boxed{1}", 1), "ground_truth must be a string or None, not int"),
+        (lambda: compute_score("diagevo/solver", "\\boxed{1}", "1", ["q1"]), "extra_info must be a mapping"),
         (
             lambda: challenger_score("s", ["x"], [""], [settings()], solver_url="u", solver_model="m"),
             "data_sources must",
@@ -935,3 +935,13 @@ def test_a_refusal_of_a_generation_names_the_real_cause_first(
         capsys, "round", "record", "--from-verl", str(whole), "--run", RUN, "--round", "1", "--db", store.url
     )
     assert code == 1 and "committed" in err and "older diagevo" not in err, err
+
+
+@pytest.mark.parametrize("source", ["diagevo/challenger", "diagevo/curriculum", "openai/gsm8k"])
+def test_the_solvers_reward_refuses_a_row_of_another_file(source: str) -> None:
+    """Issue 83: the solver's config pointed at challenger.parquet scored every rollout -1 with no
+    word; a row of a ``data_source`` compute_score does not own is refused at the first call,
+    naming the file to train on."""
+    with pytest.raises(BadInput, match=r"compute_score is the solver's reward.*solver\.parquet") as refused:
+        compute_score(source, "\\boxed{1}", None, {"question_id": "q1"})
+    assert ("with challenger_score" in str(refused.value)) == ("challenger" in source)

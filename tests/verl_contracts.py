@@ -274,6 +274,25 @@ def check_solver_reward(w: World, rollouts: Rollouts) -> Result:
     return r
 
 
+def check_solver_reward_on_challenger_rows(w: World) -> Result:
+    """The solver's config pointed at challenger.parquet (data.train_files): verl's reward worker
+    fails on the first step, with diagevo's line naming solver.parquet (every rollout scored -1
+    with no word before)."""
+    paths = [o for o in _paths(w, "solver") if not o.startswith("data.train_files=")]
+    cfg = compose("solver", [*paths, f"data.train_files={w.export / 'challenger.parquet'}"])
+    ds, tokenizer = _dataset(w, "challenger", compose("challenger", _paths(w, "challenger")))
+    item = ds[0]
+    r = Result("verl's reward worker: compute_score refuses a challenger row, naming solver.parquet")
+    try:
+        worker_scores(cfg, rollout_batch(tokenizer, [item], ["\\boxed{1}"]))
+    except Exception as exc:  # noqa: BLE001 - verl's worker may wrap it: the line is what a user reads
+        said = str(exc)
+        r.expect("solver.parquet" in said and "challenger_score" in said, f"refused, but says: {said[-300:]}")
+    else:
+        r.expect(False, "the worker scored a challenger row with the solver's reward")
+    return r
+
+
 CHALLENGER_OUTPUTS = [
     "<question>Half of these apples are red: how many apples are there?</question>",  # p1 = 1/2, alone
     "<question>A sure thing: what is seven?</question>",  # p1 = 1
@@ -459,6 +478,7 @@ def run(tmp: Path) -> list[Result]:
     guarded("dataset", lambda: check_dataset(w))
     rollouts, _cfg, tokenizer = solver_rollouts(w)
     guarded("solver reward", lambda: check_solver_reward(w, rollouts))
+    guarded("solver reward on challenger rows", lambda: check_solver_reward_on_challenger_rows(w))
     guarded("challenger reward", lambda: check_challenger_reward(w))
     guarded("dumps", lambda: check_dumps(w, rollouts, tokenizer))
     guarded("configs", lambda: check_configs(w))

@@ -26,6 +26,7 @@ from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
 from diagevo.errors import BadInput
 from diagevo.generation import Sampling
 from diagevo.generation.endpoint import EndpointEngine
+from diagevo.text.parsing import quoted
 
 if TYPE_CHECKING:
     from diagevo.config.sections import MethodConfig
@@ -41,6 +42,11 @@ ACTOR_CALLS = 1000
 ``max_concurrency`` of such an actor: a step's rollouts all wait in it until the last one is in."""
 
 
+SOLVER_SOURCE = "diagevo/solver"
+"""The ``data_source`` of solver.parquet's rows (:func:`~diagevo.verl.parquet.export_round`): the
+rows :func:`compute_score` scores."""
+
+
 def compute_score(
     data_source: str, solution_str: str, ground_truth: str | None, extra_info: Mapping[str, Any] | None = None, **_: Any
 ) -> dict[str, float | str]:
@@ -51,6 +57,18 @@ def compute_score(
     accuracy against the pseudo-labels), the ``question_id`` of ``extra_info`` and its ``export``
     tag (empty where it has none): verl's legacy trainer dumps these keys with each rollout, which
     ties the dump's lines to the export they were trained on (``diagevo diagnose --from-verl``)."""
+    if data_source != SOLVER_SOURCE:  # a row of another file: every rollout would score -1, silently
+        raise BadInput(
+            f"compute_score is the solver's reward, and it was given a row of data_source {quoted(data_source, 40)}: "
+            f"train the solver on the round's solver.parquet (data.train_files), whose rows are {SOLVER_SOURCE!r}"
+            + (
+                " (challenger.parquet trains the challenger, with challenger_score)"
+                if "challenger" in str(data_source)
+                else ""
+            ),
+            about="data_source",
+            value=data_source,
+        )
     _text("solution_str", solution_str)
     _text("ground_truth", ground_truth, optional=True)
     [score] = solver_rewards([solution_str], ground_truth)
