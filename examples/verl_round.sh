@@ -17,6 +17,13 @@ set -euo pipefail
 : "${ROUND:?name the round directory}"
 DB=${DB:-sqlite:///diagevo.db}
 PORT=${PORT:-8001}
+# the frozen solver is served on $PORT under a name of this round alone: a server already answering
+# there (another round's, another user's) would be taken for it, and reward the challenger with it
+if curl -s -o /dev/null "http://127.0.0.1:$PORT/v1/models"; then
+  echo "port $PORT answers already: stop what serves it, or give the round another PORT" >&2
+  exit 1
+fi
+SERVED="solver-$RUN-$$"
 CONFIGS=$(dirname "$(diagevo docs --path configs/verl/solver.yaml)")  # the verl configs diagevo ships
 read -r -a EXTRA <<< "${VERL_ARGS:-}"
 mkdir -p "$ROUND"
@@ -39,16 +46,17 @@ read -r -a CHALLENGER_SIZE <<< "$(manifest challenger.parquet)"
 read -r -a CURRICULUM_SIZE <<< "$(manifest curriculum.parquet)"
 
 # 2. the challenger's GRPO, rewarded by the frozen solver's answers (served) and the repetition penalty
-vllm serve "$SOLVER" --served-model-name solver --port "$PORT" --gpu-memory-utilization 0.2 &
+vllm serve "$SOLVER" --served-model-name "$SERVED" --port "$PORT" --gpu-memory-utilization 0.2 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
-until curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null; do
+until curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q "\"$SERVED\""; do  # this round's server, no other
   kill -0 "$SERVER" 2>/dev/null || { echo "vllm serve exited before serving $SOLVER" >&2; exit 1; }
   sleep 5
 done
 python -m verl.trainer.main_ppo --config-path "$CONFIGS" --config-name challenger \
   data.train_files="$ROUND/challenger.parquet" actor_rollout_ref.model.path="$CHALLENGER" \
   reward.custom_reward_function.reward_kwargs.solver_url="http://127.0.0.1:$PORT/v1" \
+  reward.custom_reward_function.reward_kwargs.solver_model="$SERVED" \
   trainer.default_local_dir="$ROUND/challenger-checkpoints" "${CHALLENGER_SIZE[@]}" "${EXTRA[@]}"
 kill $SERVER
 merged "$ROUND/challenger-checkpoints" "$ROUND/challenger"
