@@ -74,18 +74,18 @@ def test_a_step_waiting_for_its_rollouts_says_how_many_of_how_many(caplog: pytes
         waiting = [asyncio.ensure_future(m.run_single(rollout(i))) for i in range(2)]
         while not any("2 of 3 in" in r.getMessage() for r in caplog.records):
             await asyncio.sleep(0.01)
-        m.stall_s = 0.0  # no rollout for longer than this: a warning
-        while not any(r.levelno == logging.WARNING for r in caplog.records):
+        m.stall_s = 0.0  # no rollout for longer than this: said to have stalled
+        while not any("none came in for" in r.getMessage() for r in caplog.records):
             await asyncio.sleep(0.01)
         return await asyncio.gather(*waiting, m.run_single(rollout(2)))
 
-    with caplog.at_level(logging.INFO, logger="diagevo.verl.manager"):
+    # at WARNING, the level verl leaves its loggers at: the wait is seen (issue 83: it was INFO)
+    with caplog.at_level(logging.WARNING, logger="diagevo.verl.manager"):
         out = asyncio.run(a_late_rollout())
     assert len(out) == 3 and fn.calls == [["0 1", "1 2", "2 3"]]
     said = [r.getMessage() for r in caplog.records if r.name == "diagevo.verl.manager"]
     assert said and all("\n" not in s for s in said)
     assert said[0].startswith("challenger reward: waiting for the step's rollouts: 2 of 3 in, for ")
-    assert any(r.levelno == logging.INFO for r in caplog.records)
 
 
 def test_a_rollout_that_cannot_be_read_fails_its_whole_step_in_one_line() -> None:

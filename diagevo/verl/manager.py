@@ -32,9 +32,10 @@ Pending = tuple[str, str, Any, dict[str, Any], "asyncio.Future[dict[str, Any]]"]
 log = logging.getLogger(__name__)
 
 WAIT_LOG_S = 60.0
-"""How often a step still gathering its rollouts says so (INFO): how many of how many, for how long."""
+"""How often a step still gathering its rollouts says so (a WARNING, the level verl shows): how many
+of how many, for how long."""
 STALL_S = 600.0
-"""A wait this long since the last rollout came in is logged as a WARNING: a step whose rollouts
+"""A wait this long since the last rollout came in is said to have stalled: a step whose rollouts
 stopped arriving (a setting that splits it) would otherwise hold the trainer without a word."""
 
 
@@ -124,18 +125,22 @@ class StepRewardManager:
             if first.done():
                 return
             now = time.monotonic()
+            # WARNING: the level verl leaves its loggers at (VERL_LOGGING_LEVEL), so a step that
+            # waits is seen waiting; INFO showed nothing until the stall
             if self.scoring is not None:
-                log.info("challenger reward: scoring the step's %d rollouts, for %.0f s", self.size, now - self.scoring)
+                log.warning(
+                    "challenger reward: scoring the step's %d rollouts, for %.0f s", self.size, now - self.scoring
+                )
                 continue
             waited, quiet = now - started, now - self.arrived
-            level = logging.WARNING if quiet >= self.stall_s else logging.INFO
-            log.log(
-                level,
-                "challenger reward: waiting for the step's rollouts: %d of %d in, for %.0f s (the last %.0f s ago)",
+            stalled = f"; none came in for {quiet:.0f} s: a setting may split the step" if quiet >= self.stall_s else ""
+            log.warning(
+                "challenger reward: waiting for the step's rollouts: %d of %d in, for %.0f s (the last %.0f s ago)%s",
                 len(self.pending),
                 self.size,
                 waited,
                 quiet,
+                stalled,
             )
 
     async def _score(self, batch: list[Pending]) -> None:
