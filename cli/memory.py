@@ -28,7 +28,7 @@ from diagevo.text.untrusted import shorten
 from diagevo.text.words import did_you_mean, plural
 from diagevo.views import queries
 from diagevo.views.events import EventFilter, event_json, follow_matching, list_events
-from diagevo.views.stories import RECENT, Entry, Failure
+from diagevo.views.stories import RECENT, Entry, FailureEvidence
 
 
 def render_memory(view: MemoryView, title: str) -> None:
@@ -153,7 +153,7 @@ def _trajectory(response: str | None) -> str:
     return shorten(response or "", TRAJECTORY_SHOWN, middle=True, fold=True) or "-"
 
 
-def creation_story(failure: Failure) -> Text:
+def creation_story(failure: FailureEvidence) -> Text:
     """How the cause came to be, told in the terminal as ``--json`` has it: the question, how
     sure its pseudo-label was, the failing and the reference trajectories (shortened) and the
     diagnosis. Model text is shown as text, never read as markup."""

@@ -16,8 +16,7 @@ from diagevo.report.data import RunData
 from diagevo.report.page import text
 from diagevo.text.untrusted import shorten
 from diagevo.text.words import plural
-from diagevo.views.stories import Entry
-from diagevo.views.stories import Failure as StoryFailure
+from diagevo.views.stories import Entry, FailureEvidence
 
 EXCERPT = 600  # characters of a trajectory shown in a story
 
@@ -25,7 +24,7 @@ MARKS = {"created": "★", "promoted": "▲", "reactivated": "↻", "node_merged
 
 
 @dataclass(frozen=True, slots=True)
-class Failure:
+class FailureExcerpt:
     """A failure in a story: its question, and for a creation or a reactivation the diagnosis and
     the trajectories (cut to :data:`EXCERPT` characters)."""
 
@@ -49,7 +48,7 @@ class Step:
 
     kind: str
     round: int
-    failure: Failure | None = None
+    failure: FailureExcerpt | None = None
     node: str = ""
     node_label: str = ""
     via: str = ""
@@ -151,12 +150,12 @@ def _excerpt(text: str) -> str:
     return shorten(text.strip(), EXCERPT)
 
 
-def _failure(f: StoryFailure | None, full: bool) -> Failure | None:
+def _failure(f: FailureEvidence | None, full: bool) -> FailureExcerpt | None:
     """A failure of a story (``memory why``'s view); with ``full`` its diagnosis and trajectories."""
     if f is None:
         return None
     q, d, recorded = f.question, f.diagnosis, f.recorded
-    failure = Failure(text(f.failure_id), None if q is None else text(q.question_id), text(q and q.mode))
+    failure = FailureExcerpt(text(f.failure_id), None if q is None else text(q.question_id), text(q and q.mode))
     if not full:
         return failure
     return replace(

@@ -4,7 +4,7 @@ trajectories and the diagnostician's reply), attributions, promotions (acc, n), 
 merges of its node.
 
 A story is typed: its entries are the cause's events as read from the log, each with the
-failure it names (:class:`Failure`, its events); ``to_dict()`` is ``memory why --json``.
+failure it names (:class:`FailureEvidence`, its events); ``to_dict()`` is ``memory why --json``.
 :func:`cause_rows` reads only the events a story needs (indexed reads: the cause's own events,
 its failures with their diagnoses, their questions, the node merges); :func:`cause_stories`
 folds the events :func:`story_events` types (each row once) into stories, one pass, the merge
@@ -53,7 +53,7 @@ KINDS: dict[type[Event], str] = {
 
 class Question(NamedTuple):
     """A failure's question: as generated, and how sure its pseudo-label was (Eq. 3's votes)
-    when the log holds its score. A named tuple, as :class:`Failure` is: one of each is made for
+    when the log holds its score. A named tuple, as :class:`FailureEvidence` is: one of each is made for
     every entry of a story, thousands for a cause attributed as often, and a frozen dataclass
     is made field by field."""
 
@@ -81,7 +81,7 @@ class Question(NamedTuple):
         return view if s is None else view | {"pseudo_label": s.pseudo_label, "p1": s.p1, "p2": s.p2, "n": s.n}
 
 
-class Failure(NamedTuple):
+class FailureEvidence(NamedTuple):
     """A failure an entry names: as recorded, its question, its diagnosis and Prompt 1's reply
     (the diagnosis's own, or that of the ``llm.called`` it names: the reply stored once)."""
 
@@ -114,7 +114,7 @@ class Entry:
     seq: int
     round: int
     event: Told
-    failure: Failure | None = None
+    failure: FailureEvidence | None = None
     attribution: FailureAttributed | None = None
     from_node: str = ""
 
@@ -220,7 +220,7 @@ class _StoryTeller:
         self.pending: dict[tuple[str, str], Entry] = {}  # (cause, failure) -> reactivation entry
         self.replies: dict[tuple[str, int], str] = {}  # (failure, attempt) -> Prompt 1's reply
 
-    def failure(self, fid: str | None) -> Failure | None:
+    def failure(self, fid: str | None) -> FailureEvidence | None:
         if fid is None:
             return None
         f, d = self.failures.get(fid), self.diagnoses.get(fid)
@@ -232,7 +232,7 @@ class _StoryTeller:
         reply = "" if d is None else d.raw
         if d is not None and not reply and d.call is not None:  # the reply, stored once
             reply = self.replies.get((fid, d.call), "")
-        return Failure(fid, f, question, d, reply)
+        return FailureEvidence(fid, f, question, d, reply)
 
     def tell(self, seq: int, rnd: int, event: Event) -> None:
         """What ``event`` tells: an entry shows a question, its votes, a failure, its diagnosis, a
