@@ -33,10 +33,9 @@ from diagevo.eval.runner import evaluate  # noqa: E402
 from diagevo.generation import Sampling  # noqa: E402
 from diagevo.generation.endpoint import EndpointEngine  # noqa: E402
 from tests.llm_server import ServerProcess  # noqa: E402
+from tests.shared import BENCHMARKS  # noqa: E402
 
-SHARED = Path(os.environ.get("DIAGEVO_BENCHMARKS", ROOT.parent.parent / "shared" / "data" / "benchmarks"))
-if not SHARED.is_dir():
-    SHARED = Path("/work/shared/data/benchmarks")
+SHARED = Path(os.environ.get("DIAGEVO_BENCHMARKS", BENCHMARKS))
 REPLY = "Adding the parts step by step gives the total.\n\nThe answer is $\\boxed{18}$."
 
 

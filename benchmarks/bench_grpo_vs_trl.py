@@ -1,7 +1,7 @@
 """diagevo's hf backend against plain TRL GRPO on the mini world: does the loop's way of calling
 TRL learn what TRL itself learns from the same questions, reward and settings?
 
-Measured on the mini world (``docs/how-to/mini-world.md``; ``/work/shared/notes/mini-learner.md``):
+Measured on the mini world (``docs/how-to/mini-world.md``; ``../shared/notes/mini-learner.md``):
 one TRL ``GRPOTrainer`` run raised a pair's held-out accuracy where the loop's per-phase schedule
 (a constant rate, a fresh optimizer every phase) lowered it. This script trains one pair three
 ways on the same fresh training questions and compares held-out accuracy before and after:
@@ -23,7 +23,7 @@ for each, so they never overlap the held-out questions. Each variant trains a fr
 pair. Held-out accuracy: greedy, and sampled (temperature 1, mean of ``--samples`` samples).
 The baseline is plain TRL measured in the same run: the table ends with Δ diagevo − Δ TRL.
 
-Run: ``.venv/bin/python benchmarks/bench_grpo_vs_trl.py --pair /work/runs/mini-t1 --steps 300
+Run: ``.venv/bin/python benchmarks/bench_grpo_vs_trl.py --pair models/mini --steps 300
 --group 16 --batch 16 --lr 1e-4 --beta 0.04 --loss-type grpo --phases 5``.
 """
 

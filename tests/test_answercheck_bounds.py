@@ -18,8 +18,8 @@ from diagevo.curriculum.answers import normalize_answer, plausible_final_answer
 from diagevo.curriculum.costs import number, refusal
 from diagevo.curriculum.equivalence import EquivalenceChecker, agrees
 from diagevo.curriculum.votes import votes
+from tests.shared import BENCHMARKS
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
 SLOW = "\\sin(x)^{99}-x^{99}"  # passes every rule; its check runs past any CPU limit
 
 

@@ -5,7 +5,7 @@ The pairs come from Math-Verify's own test suite (huggingface/Math-Verify, ``tes
 ``test_latex_notation``, ``test_percent_notation``, ``test_latex_notation_math``,
 ``test_relations_math``, ``test_complex_math_expressions`` and the numbered issue regressions),
 reduced to the final answers a boxed response gives, with Math-Verify's expected verdicts; and
-from the answer styles of MATH-500 (``/work/shared/data/benchmarks/math500.jsonl``).
+from the answer styles of MATH-500 (``../shared/data/benchmarks/math500.jsonl``).
 """
 
 from __future__ import annotations

@@ -29,11 +29,10 @@ from diagevo.log.paths import beside_database
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.logs import wire_event
+from tests.shared import BENCHMARKS
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
-if not SHARED.is_dir():  # a worktree sits two levels below the shared folder's parent
-    SHARED = Path("/work/shared/data/benchmarks")
+SHARED = BENCHMARKS
 FIXTURES = Path(__file__).resolve().parent / "data" / "benchmarks"
 
 

@@ -16,13 +16,13 @@ diagevo (``db upgrade``) and compares its export with the old one byte for byte.
 Each SQLite log is a 2-round simulator run ``fx`` (8 challenger and 24 curriculum questions a round,
 the static embedder), written by the old code's own ``diagevo train``, then its ``memory export``:
 
-    git worktree add --detach /work/old-0007 de21703c05b1f660a170c9cf5e4cf2f2654b18fd
-    git worktree add --detach /work/old-0012 ea238af99aeb94dbb60679b951c9365c6aded48b
-    git worktree add --detach /work/old-0019 eac6d33bd35f4c960319ffb2b4ceda50f2e246bd
+    git worktree add --detach ../old-0007 de21703c05b1f660a170c9cf5e4cf2f2654b18fd
+    git worktree add --detach ../old-0012 ea238af99aeb94dbb60679b951c9365c6aded48b
+    git worktree add --detach ../old-0019 eac6d33bd35f4c960319ffb2b4ceda50f2e246bd
     pip install --no-deps --target /tmp/oc/site 'sqlmodel>=0.0.22'   # the old code's log tables need it
-    python tests/data/old_chain/make_old_chain.py 0007=/work/old-0007 0012=/work/old-0012 \
-        0019=/work/old-0019 --at-0001 /work/old-0007 --pg /work/old-0019 --site /tmp/oc/site
-    git worktree remove /work/old-0007; git worktree remove /work/old-0012; git worktree remove /work/old-0019
+    python tests/data/old_chain/make_old_chain.py 0007=../old-0007 0012=../old-0012 \
+        0019=../old-0019 --at-0001 ../old-0007 --pg ../old-0019 --site /tmp/oc/site
+    git worktree remove ../old-0007; git worktree remove ../old-0012; git worktree remove ../old-0019
 
 (the old code runs from ``PYTHONPATH`` with this checkout's ``.venv`` Python, its ``cli/`` and
 ``migrations/`` loaded as its pyproject installs them; ``--pg`` needs PostgreSQL on 127.0.0.1,
