@@ -53,7 +53,14 @@ def loaded(*args: str, run: str = ENTRY) -> set[str]:
 
 @pytest.mark.parametrize("run", [ENTRY, AS_MODULE], ids=["diagevo", "python -m diagevo.cli.app"])
 def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path, run: str) -> None:
-    shared = {"diagevo.cli.app", "diagevo.cli.common", "diagevo.cli.examples", "diagevo.cli.safe"}
+    shared = {
+        "diagevo.cli.app",
+        "diagevo.cli.common",
+        "diagevo.cli.ending",
+        "diagevo.cli.examples",
+        "diagevo.cli.groups",
+        "diagevo.cli.safe",
+    }
     assert loaded("--help", run=run) == shared
     assert loaded("memory", "--help", run=run) == shared
     stats = loaded("memory", "stats", "--db", f"sqlite:///{tmp_path / 'x.db'}", run=run)  # no such database: its error
