@@ -87,9 +87,14 @@ def batch(n: int, hostile_every: int) -> list[tuple[str, str]]:
     return out
 
 
+FORMS = 10
+
+
 def hostile(i: int) -> str:
-    """The ``i``-th hostile answer: distinct for each ``i``, in turn one of seven forms."""
-    k, v = i // 7, "xyztuvwabc"[i % 10]
+    """The ``i``-th hostile answer: distinct for each ``i``, in turn one of ten forms (the last three
+    of the kinds that spent a shared batch budget under the per-check limit: a derivative of high
+    order of a quotient, a power written with doubled parentheses, nested trig raised to a power)."""
+    k, v = i // FORMS, "xyztuvwabc"[i % 10]
     return [
         f"(\\sin({v})^{{({100 + k})}}-{v}^{{(100)}})^{{2}}",
         f"{10000 + k}!" * 8,
@@ -98,7 +103,10 @@ def hostile(i: int) -> str:
         f"\\frac{{d^{{{99 - k % 90}}}}}{{d{v}^{{{99 - k % 90}}}}} \\tan({v})",
         "\\sqrt{" * 200 + str(k) + "}" * 200,
         f"\\sin({v})^{{{99 - k % 20}}}-{v}^{{{99 - k % 20}}}",
-    ][i % 7]
+        f"\\frac{{d^{{{40 + k % 50}}}}}{{d{v}^{{{40 + k % 50}}}}} \\frac{{{v}^2+{k + 1}}}{{{v}-1}}",
+        f"({v}+{k + 2})^{{(({30 + k % 40}))}}-{v}^{{(({30 + k % 40}))}}",
+        f"\\sin(\\cos(\\tan({v}+{k})))^{{{20 + k % 30}}}",
+    ][i % FORMS]
 
 
 def mixed(n: int, share: float) -> list[tuple[str, str]]:
@@ -113,27 +121,37 @@ def mixed(n: int, share: float) -> list[tuple[str, str]]:
 
 
 def shares(n: int) -> None:
-    """Batches of 0 %, 1 % and 10 % hostile answers, each on a fresh default checker."""
-    clean = 0.0
+    """Batches of 0 %, 1 % and 10 % hostile answers, each on a fresh default checker: the time
+    against the clean batch's, and how many honest responses (those not replaced) were scored
+    otherwise than in the clean batch (targets: 10 % at most 3x, and none)."""
+    clean_s, clean_scores, base = 0.0, [], mixed(n, 0.0)
     for share in (0.0, 0.01, 0.10):
         chk = warm(EquivalenceChecker())
-        seconds = timed(lambda c=chk, s=share: score(c, mixed(n, s)))
-        clean = clean or seconds
+        pairs = mixed(n, share)
+        scores: list[float] = []
+        seconds = timed(lambda c=chk, p=pairs, out=scores: out.extend(score(c, p)))
+        clean_s, clean_scores = clean_s or seconds, clean_scores or scores
+        honest = [i for i, pair in enumerate(pairs) if pair == base[i]]
+        moved = sum(scores[i] != clean_scores[i] for i in honest)
         stats = chk.stats.snapshot()
         print(
-            f"{share:4.0%} hostile of {n}: {seconds:.1f} s ({seconds / clean:.2f}x the clean batch); "
+            f"{share:4.0%} hostile of {n}: {seconds:.1f} s ({seconds / clean_s:.2f}x the clean batch); "
+            f"{moved} of {len(honest)} honest responses scored otherwise than clean; "
             f"skipped {stats['skipped']}, timeouts {stats['timeouts']}, out_of_budget {stats['out_of_budget']}, "
             f"marked {stats['marked']}, starts {stats['starts']}; worker CPU {chk.cpu_spent:.1f} s"
         )
         chk.close()
 
 
-def score(chk: EquivalenceChecker, pairs: list[tuple[str, str]]) -> None:
-    """verl's calls of ``compute_score``, one response at a time, with ``chk`` as the process's checker."""
+def score(chk: EquivalenceChecker, pairs: list[tuple[str, str]]) -> list[float]:
+    """verl's calls of ``compute_score``, one response at a time, with ``chk`` as the process's
+    checker: each response's score."""
     equivalence._default = chk
     try:
-        for i, (response, label) in enumerate(pairs):
-            compute_score("diagevo/solver", response, label, {"question_id": f"q{i}"})
+        return [
+            float(compute_score("diagevo/solver", response, label, {"question_id": f"q{i}"})["score"])
+            for i, (response, label) in enumerate(pairs)
+        ]
     finally:
         equivalence._default = None
 
