@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -34,3 +36,8 @@ def shared_dir() -> Path:
 
 BENCHMARKS = shared_dir() / "data" / "benchmarks"
 """The benchmark files (``../shared/data/benchmarks``)."""
+
+needs_benchmarks = pytest.mark.skipif(
+    not BENCHMARKS.is_dir(), reason="the shared benchmark files are not here (../shared/data/benchmarks)"
+)
+"""A test that reads the benchmark files runs where ``../shared`` is (CI has it beside the clone)."""

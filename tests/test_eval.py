@@ -29,7 +29,7 @@ from diagevo.log.paths import beside_database
 from diagevo.views.memory import load_memory
 from tests.llm_server import Fail, LLMServer
 from tests.logs import wire_event
-from tests.shared import BENCHMARKS
+from tests.shared import BENCHMARKS, needs_benchmarks
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
 SHARED = BENCHMARKS
@@ -60,6 +60,7 @@ def answering(answers: Callable[[str, dict[str, Any]], str | list[str]]) -> Call
 # --- loaders ----------------------------------------------------------------------------------
 
 
+@needs_benchmarks
 def test_the_shared_files_load_as_they_are() -> None:
     math500 = load_benchmark("math500", SHARED / "math500.jsonl")
     assert len(math500.questions) == 500 and math500.kind.name == "math500"
@@ -285,6 +286,7 @@ def gsm_answers(wrong: set[int]) -> Callable[[str, dict[str, Any]], str]:
     return answer
 
 
+@needs_benchmarks
 def test_greedy_accuracy_and_per_question_outputs(srv: LLMServer, tmp_path: Path) -> None:
     srv.default("other", answering(gsm_answers(wrong={1, 4, 7})))
     bench = load_benchmark("gsm8k", SHARED / "gsm8k_test.jsonl", limit=10)
@@ -314,6 +316,7 @@ def test_greedy_accuracy_and_per_question_outputs(srv: LLMServer, tmp_path: Path
     assert seen[-1] == ("gsm8k", 10, 10)
 
 
+@needs_benchmarks
 def test_mean_at_k_samples_at_the_rollout_settings(srv: LLMServer, tmp_path: Path) -> None:
     golds = {q.text: q.gold for q in load_benchmark("aime2024", SHARED / "aime2024.jsonl").questions}
 
@@ -339,6 +342,7 @@ def test_mean_at_k_samples_at_the_rollout_settings(srv: LLMServer, tmp_path: Pat
     )
 
 
+@needs_benchmarks
 def test_an_interrupted_evaluation_resumes_where_it_stopped(srv: LLMServer, tmp_path: Path) -> None:
     bench = load_benchmark("gsm8k", SHARED / "gsm8k_test.jsonl", limit=10)
     out = tmp_path / "gsm8k.jsonl"

@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
+from tests.shared import needs_benchmarks
 from tests.test_cli_suggestions import ENTRY, ENV, diagevo, run_as_printed, suggestions
 from tests.test_train import SMALL
 
@@ -158,6 +159,7 @@ def test_the_fork_hint_continues_the_fork(tmp_path: Path) -> None:
     assert [r["round"] for r in stats["rounds"]] == [1, 2]
 
 
+@needs_benchmarks
 def test_ctrl_c_of_eval_prints_the_command_that_resumes_it(tmp_path: Path) -> None:
     """Ctrl-C of ``diagevo eval`` into a pipe, after its first batch was saved and while the
     second waits on the server: one line with the command; run as printed, it generates only the

@@ -50,7 +50,7 @@ def quoted(value: Any, limit: int = SHOWN) -> str:
     if isinstance(value, (dict, list, tuple)):
         text = type(value).__name__ if not value else repr(value)
         return text if len(text) <= limit else f"{text[:limit]}… (a {type(value).__name__} of {len(value):,})"
-    if type(value) is int and value.bit_length() > 4 * limit:  # repr of a vast int is Python's ValueError
+    if type(value) is int and value.bit_length() > 14_000:  # past 4,300 digits its repr is Python's ValueError
         return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}…"
