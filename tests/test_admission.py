@@ -312,3 +312,25 @@ def test_verify_names_a_column_sqlite_keeps_and_postgresql_refuses(db: str, colu
     assert code == 1 and f"seq {seq}: {said}" in json.loads(out)["problems"], out
     code, _, err = cli("memory", "show", "--run", "m", "--db", db)
     assert code == 0, err
+
+
+def test_a_run_whose_start_the_fold_cannot_take_is_listed_with_it(db: str) -> None:  # noqa: F811
+    """A raw run ``z`` whose ``run.started`` lies in round 1 (the fold starts from none): ``diagevo
+    runs`` lists every run with ``z``'s refusal (its admission), and no read of another run stops."""
+    from sqlalchemy import create_engine
+
+    from tests.test_log_shapes_pg import raw_row
+    from tests.test_log_trainer_role import insert
+
+    with open_log(db, create=False) as log:
+        (started,) = [r for r in log.raw("m") if r.type == "run.started"]
+    engine = create_engine(db)
+    insert(engine, raw_row(db, "z", "run.started", 1, json.loads(started.data)))
+    engine.dispose()
+    code, out, err = cli("runs", "--db", db, "--json")
+    assert code == 0, err
+    listed = {r["run"]: r["passed_over"] for r in json.loads(out)["runs"]}
+    assert set(listed) == {"m", "z"} and listed["m"] == []
+    assert [p["why"] for p in listed["z"]] == ["run.started must be in round 0"], listed
+    code, _, err = cli("memory", "stats", "--run", "m", "--db", db)
+    assert code == 0 and "passed over" not in err, err

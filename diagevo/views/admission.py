@@ -27,7 +27,7 @@ from typing import Protocol, TypeVar
 from weakref import WeakKeyDictionary
 
 from diagevo.log import Recorder
-from diagevo.memory.fold import NotStarted
+from diagevo.memory.fold import InvariantError, NotStarted
 from diagevo.memory.state import Refusal
 from diagevo.results.runs import passed_line
 from diagevo.views.checkpoints import checkpoint_log
@@ -91,6 +91,10 @@ def _refusals(store: Recorder, run: str) -> tuple[Refusal, ...]:
         folded = load_memory(store, run).refused
     except NotStarted as exc:  # no row of the run is one the fold can start from
         folded = exc.refused
+    except InvariantError as exc:  # a run.started the fold cannot start from: the run folds nothing
+        first = next(store.rows(run, limit=1, data=False), None)
+        said = str(exc).removeprefix(f"seq {first.seq}: ") if first is not None else ""
+        folded = (Refusal(first.seq, first.type, said),) if first is not None else ()
     ruled = (
         *_ahead_of_the_log(store, run),
         *checkpoint_log(store, run).refused,
