@@ -173,8 +173,12 @@ def spell_fix(fix: Fix | Step, inst: Installation | None = None, about: Any = No
     if fix.package:
         force = ["--force-reinstall"] if fix.force else []
         installs.append(shell_join([*_pip(inst), "install", *force, fix.package]))
+    if fix.system:  # the operating system's package manager (Debian's, as on the machines diagevo runs on)
+        installs.append(shell_join(["sudo", "apt-get", "install", "-y", fix.system]))
+    first = [shell_join(["sudo", "service", fix.service, "start"])] if fix.service else []
+    first += [shell_join(["rm", "-rf", fix.remove])] if fix.remove else []
     hint = HINTS[fix.hint](inst) if fix.hint in HINTS else fix.hint
-    return fix.spelled(lambda s: SPELLED[type(s)](s, about), installs, hint, " && ")
+    return fix.spelled(lambda s: SPELLED[type(s)](s, about), installs, hint, " && ", first)
 
 
 def detail(check: Check) -> str:

@@ -38,7 +38,6 @@ from diagevo.log.schema import revision_status
 from diagevo.model_dirs import WEIGHTS, build_call, check_model_dir, model_state
 from diagevo.runtime.installed import EXTRAS, SHOWN, extra_packages, installed_version, module_present
 from diagevo.text.redaction import redact_text
-from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url, without_password
 from diagevo.text.words import did_you_mean
 
@@ -207,7 +206,7 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
     check = partial(Check, "postgresql", asked=asked)
     target = url or DEFAULT_POSTGRES
     shown = redact_url(target)
-    fix = Fix(otherwise=(Argument("postgres", "URL"),), hint="start PostgreSQL (e.g. sudo service postgresql start)")
+    fix = Fix(otherwise=(Argument("postgres", "URL"),), service="postgresql")
     try:
         u = normalise_url(target)
         if u.get_backend_name() != "postgresql":
@@ -388,7 +387,7 @@ def check_chromium(which: Callable[[str], str | None] = shutil.which) -> Check:
     """Chromium and playwright, for the report's browser test (the report itself needs neither)."""
     exe = which("chromium") or which("chromium-browser")
     if exe is None:
-        fix = Fix(hint="sudo apt-get install -y chromium")  # a command of the system: doctor's to say
+        fix = Fix(system="chromium")  # the system's package: the CLI spells its install
         return Check("chromium", "warning", "not found: the report's browser test is skipped", fix)
     check = partial(Check, "chromium", facts={"path": exe})
     if not module_present("playwright"):
@@ -498,7 +497,7 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
                 check(
                     status,
                     detail,
-                    None if status == "ok" else Fix((build_call(d),), hint=shell_join(["rm", "-rf", str(d)])),
+                    None if status == "ok" else Fix((build_call(d),), remove=str(d)),
                     facts={"path": str(d)},
                 )
             )

