@@ -110,9 +110,12 @@ def test_a_complete_stored_shape_reads_as_model_construct_builds_it(cls: type[Ev
     ``model_construct`` sets, each of pydantic's attributes, no more: a pydantic that keeps
     another fails here."""
     data = {name: f"value of {name}" for name in cls.__pydantic_fields__}
-    read, built = cls.from_stored(dict(data), cls.class_version), cls.model_construct(**data)
+    stored = dict(data)
+    read, built = cls.from_stored(stored, cls.class_version), cls.model_construct(**data)
     assert _state(read) == _state(built) and read == built and read.cut == {}
     assert read.__pydantic_fields_set__ == set(data) and read.__pydantic_private__ == {"_cut": {}}
+    stored["changed"] = "in the stored row's dict"  # the dict payload() hands out
+    assert read == built and "changed" not in read.__dict__  # the event holds its own copy
 
 
 def test_every_type_refuses_a_field_it_does_not_declare() -> None:

@@ -257,12 +257,14 @@ def _complete(cls: type[Event]) -> Callable[[Mapping[str, Any]], Event]:
     nothing else (the common shape: a field a later version added is absent while unset): the
     four instance attributes model_construct sets, set here without its loop over the fields and
     their aliases and defaults: about 1 µs an event where model_construct takes 6, and a fold
-    reads a million. ``tests/test_event_classes.py`` holds the two equal for every class."""
+    reads a million. ``tests/test_event_classes.py`` holds the two equal for every class. The
+    event holds a copy of ``data`` (the stored row's dict, which :func:`~diagevo.log.payload`
+    hands out): a frozen event shares nothing a caller may change."""
     new, put = object.__new__, object.__setattr__
 
     def construct(data: Mapping[str, Any]) -> Event:
         event = new(cls)
-        put(event, "__dict__", data)
+        put(event, "__dict__", dict(data))
         put(event, "__pydantic_fields_set__", set(data))
         put(event, "__pydantic_extra__", None)
         put(event, "__pydantic_private__", {"_cut": {}})
