@@ -169,7 +169,8 @@ def test_a_resume_whose_checkpoint_folder_is_missing_is_refused_in_one_line(
         err,
         "cannot continue run 't' at round 3: checkpoint round002-solver is in none of ",
         "(checkpoint.written in round 2, seq ",
-        "put it back (or name its folder: --out-dir), or its rounds through 1 are intact: fork it from round 1",
+        "put it back (or give the command the folder it lies in), or its rounds through 1 are intact: fork it from "
+        "round 1",
     )
 
 

@@ -230,4 +230,4 @@ def test_the_commands_own_out_dir_is_where_checkpoints_go_and_are_looked_for(tmp
     assert code == 1 and error.startswith(f"error: cannot continue run '{RUN}' at round 3: checkpoint round002-"), err
     assert f"checkpoint round002-solver is in none of {made.runs / RUN} (" in error, error
     assert f"; not in its stored train.out_dir '{out_dir}' (seq " in error, error
-    assert "put it back (or name its folder: --out-dir)" in error, error
+    assert "put it back (or give the command the folder it lies in)" in error, error

@@ -65,7 +65,7 @@ class TrainConfig(Section):
         strict=False,
         description="Directory of model checkpoints; unset: in the database's folder "
         "(dir/x.db -> dir/x.diagevo/runs/<run>/), as its vector index is, so two databases never share checkpoints. "
-        "Only the command's own value counts (its option --out-dir too): a resume looks there, never where a run's "
+        "Only the command's own value counts (its option of that name too): a resume looks there, never where a run's "
         "stored config says.",
     )
     challenger_questions: int | None = Field(

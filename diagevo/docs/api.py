@@ -75,7 +75,7 @@ PUBLIC_MODULES: tuple[str, ...] = ("diagevo.verl",)
 
 RESULTS = (
     "## Results and records\n\nWhat the functions above return or take: attributes for Python, "
-    "`to_dict()` for the JSON the matching `--json` command prints.\n"
+    "`to_dict()` for the JSON the matching command prints when asked for JSON.\n"
 )
 ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj):`(~?)([^`]+?)`")
 WIDEST = 88

@@ -192,7 +192,7 @@ def accuracy(data: RunData) -> Accuracy:
             chart(
                 "metrics",
                 figures.metrics(rounds, named),
-                "every other metric the run recorded, by name (round commit --metric)",
+                "every other metric the run recorded, by name (the metrics a round's commit recorded)",
             )
         )
     labels = [c for c, _, _ in figures.LABEL_LINES if any(r.get(c) is not None for r in rounds)]

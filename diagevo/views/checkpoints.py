@@ -115,7 +115,7 @@ def stored_out_dir_note(store: EventReader, run: str, root: Path) -> Refusal | N
     seq, stored = found
     why = (
         f"its train.out_dir {stored[:200]!r} is not looked in: checkpoints are looked for under "
-        f"{os.path.abspath(root)} (the database's folder, or the command's --out-dir)"
+        f"{os.path.abspath(root)} (the database's folder, or the one the command names)"
     )
     return Refusal(seq, "run.configured", why)
 
@@ -142,8 +142,8 @@ def resume_checkpoint(store: EventReader, run: str, t: int, root: Path) -> Path 
         how, fork = recovery(store, run, last)
         raise NotFound(
             f"cannot continue run {run!r} at round {t}: {exc} (checkpoint.written in round {last.round}, "
-            f"seq {last.seq}{_out_dir_said(store, run, root)}): put it back (or name its folder: --out-dir), "
-            f"or {how}",
+            f"seq {last.seq}{_out_dir_said(store, run, root)}): put it back (or give the command the folder "
+            f"it lies in), or {how}",
             fork,
             aside=True,
             about=run,

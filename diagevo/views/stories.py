@@ -48,7 +48,7 @@ KINDS: dict[type[Event], str] = {
     CauseReactivated: "reactivated",
     NodesMerged: "node_merged",
 }
-"""An entry's ``kind`` in ``memory why --json``, by its event's class."""
+"""An entry's ``kind`` in the JSON of ``memory why``, by its event's class."""
 
 
 class Question(NamedTuple):

@@ -87,7 +87,7 @@ class HFConfig(Section):
     accelerate_config: Path | None = Field(
         default=None,
         strict=False,
-        description="On GPUs: the accelerate config the run is launched with (accelerate launch's --config_file; "
+        description="On GPUs: the accelerate config the run is launched with (accelerate launch's config file; "
         "a dry run of train prints the command).",
     )
     num_processes: Count = Field(default=1, description="Processes (GPUs) of a launch.")
