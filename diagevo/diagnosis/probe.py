@@ -56,9 +56,7 @@ TITLES = {
 }
 SEE = "docs: how-to/diagnostician"
 FIXES: dict[Verdict, Fix] = {
-    "model not listed": Fix(
-        hint="name a model the server lists (diagnosis.model), or serve this one"
-    ),
+    "model not listed": Fix(hint="name a model the server lists (diagnosis.model), or serve this one"),
     "unreachable": Fix(hint=f"start the server, or check the URL (it ends in /v1; {SEE})"),
     "http error": Fix(hint="read the server's message: check the URL (it ends in /v1), the model name, the key"),
     "no structured outputs": Fix(
