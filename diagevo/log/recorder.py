@@ -19,7 +19,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, EventTypes, Stamp, StoredEvent, UnreadableRow, version_problem
+from diagevo.catalog import (
+    CATALOG,
+    KEY_FIELDS,
+    EventTypes,
+    RunConfigured,
+    RunStarted,
+    Stamp,
+    StoredEvent,
+    UnreadableRow,
+    version_problem,
+)
 from diagevo.errors import Call
 from diagevo.log.chain import (
     GENESIS_HASH,
@@ -517,7 +527,7 @@ class Recorder(EventWriter, EventReader, LogOperator):
 
 PASSED = " (every reader passes it over)"
 """What ``memory verify`` adds to the line naming a row every read passes over."""
-CONFIG_EVENTS = ("run.started", "run.configured")
+CONFIG_EVENTS = (RunStarted.name, RunConfigured.name)
 """The types that hold a run's config: ``verify_chain`` leaves what their class refuses to
 ``memory verify``'s config check, which names the fork past it. Every other row in shape is held
 to its class too: it can break a rule of its class (a bound, a ``mode`` that does not fit its causes)."""

@@ -117,7 +117,7 @@ def stored_out_dir_note(store: EventReader, run: str, root: Path) -> Refusal | N
         f"its train.out_dir {stored[:200]!r} is not looked in: checkpoints are looked for under "
         f"{os.path.abspath(root)} (the database's folder, or the one the command names)"
     )
-    return Refusal(seq, "run.configured", why)
+    return Refusal(seq, RunConfigured.name, why)
 
 
 def _out_dir_said(store: EventReader, run: str, root: Path) -> str:
