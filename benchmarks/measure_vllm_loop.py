@@ -80,7 +80,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
     from diagevo.train import loop as loop_module
     from diagevo.train.config import load_config
     from diagevo.train.hf.backend import HFBackend
-    from diagevo.train.run import train
+    from diagevo.train.run import TrainOptions, train
     from diagevo.views.verify import verify_run
 
     cfg = load_config(
@@ -122,7 +122,7 @@ def run_one(engine: str, model: Path, sets: list[str], rounds: int) -> dict[str,
         store = open_log(f"sqlite:///{tmp}/run.db", create=True)
         load0, started = os.getloadavg()[0], time.perf_counter()
         try:
-            run, _ = train(cfg, store, backend=backend, rounds=rounds)
+            run, _ = train(cfg, store, TrainOptions(backend=backend, rounds=rounds))
             wall = time.perf_counter() - started
             for phase in of_type(PhaseCompleted, store.read(run, types=(PhaseCompleted,))):
                 if phase.phase in ("challenger", "solver"):  # TRL's completions: mean length x completions

@@ -25,7 +25,7 @@ from diagevo.fork import fork_run
 from diagevo.log import Recorder, open_log
 from diagevo.memory.schedule import schedule
 from diagevo.train.config import load_config
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 from diagevo.views.memory import commit_memories
 from diagevo.whatif import what_if
 
@@ -55,7 +55,7 @@ def one_seed(store: Recorder, seed: int, rounds: int, tmp: Path) -> list[dict[st
         fork = f"{src}-{key}={value}"
         fork_run(store, src, 1, fork, [f"{key}={value}"])
         cfg = load_config(ROOT / "configs" / "sim.toml", [*base, f'train.run="{fork}"'])
-        train(cfg, store, resume=True)
+        train(cfg, store, TrainOptions(resume=True))
         guess = what_if(store, src, {key: value})
         actual = rounds_of(store, fork, k)
         predicted, recorded = rounds_of(store, guess.run, k), rounds_of(store, src, None)  # recorded: as it ran

@@ -286,17 +286,16 @@ def _train_rounds(cfg: Any, request: TrainRequest) -> None:
                     print_round_table([report])
 
             def run_rounds(progress: Any) -> None:
-                training.train(
-                    cfg,
-                    store,
+                options = training.TrainOptions(
                     resume=request.resume,
                     rounds=request.rounds,
                     progress=progress,
                     on_round=on_round,
                     lead=leader,
-                    overrides=list(request.overrides),
+                    overrides=tuple(request.overrides),
                     checked=not request.resume,  # a new run's config was checked above; a resumed one's, in there
                 )
+                training.train(cfg, store, options)
 
             _with_progress(run_rounds, request, run_id)
             if request.resume and (note := training.resume_note(store, cfg, run_id)) is not None:

@@ -24,7 +24,7 @@ from diagevo.interchange import EXPORT_ONLY_FIELDS, IngestError, export_lines, i
 from diagevo.log import Recorder, open_log
 from diagevo.schemas import validate_event
 from diagevo.train.config import load_config
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 from diagevo.views.verify import verify_run
 
 RUN = "m"
@@ -39,7 +39,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> list[Line]:
     small = ["train.curriculum_questions=24", "train.challenger_questions=8", "sim.shared_label_questions=20"]
     cfg = load_config("configs/sim.toml", [*small, f'train.out_dir="{tmp / "out"}"', f'train.run="{RUN}"'])
     with open_log(f"sqlite:///{tmp / 'm.db'}") as store:
-        train(cfg, store, rounds=3)
+        train(cfg, store, TrainOptions(rounds=3))
         assert verify_run(store, RUN) == []
         return [json.loads(line) for line in export_lines(store, RUN)]
 

@@ -20,7 +20,7 @@ from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.log import open_log
 from diagevo.train.config import load_config  # noqa: E402
 from diagevo.train.hf.backend import HFBackend  # noqa: E402
-from diagevo.train.run import train  # noqa: E402
+from diagevo.train.run import TrainOptions, train  # noqa: E402
 from diagevo.views.checkpoints import checkpoint_path
 from tests.hf_fixtures import tiny_pair  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
@@ -55,7 +55,7 @@ def tiny_round(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory):  # noq
     url = f"sqlite:///{tmp / 'x.db'}"
     store = open_log(url, create=True)
     backend = HFBackend(cfg)
-    run, reports = train(cfg, store, backend=backend)
+    run, reports = train(cfg, store, TrainOptions(backend=backend))
     yield cfg, store, run, reports, backend, tmp
     store.close()
 
@@ -155,11 +155,11 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
 
             crashing.train_solver = crash  # type: ignore[method-assign]
             with pytest.raises(KeyboardInterrupt):
-                train(cfg, store, backend=crashing)
+                train(cfg, store, TrainOptions(backend=crashing))
             written = store.read("r", types=(CheckpointWritten,))
             (ckpt,) = [checkpoint_path(store, "r", e.event.path, cfg.train.out_dir) for e in written]
             resumed = HFBackend(cfg)
-            run, (report,) = train(cfg, store, resume=True, backend=resumed)
+            run, (report,) = train(cfg, store, TrainOptions(resume=True, backend=resumed))
             assert resumed.sources["solver"] == ckpt / "solver"
             assert resumed.sources["challenger"] == ckpt / "challenger"
             texts = [e.event.description for e in store.read(run, texts=True, types=(CauseCreated,))]
@@ -229,7 +229,7 @@ def test_on_real_models_the_challenger_writes_the_rewordings_of_a_round(tiny_dir
     assert all(isinstance(t, str) and t.strip() and t.strip() != q for q, r in zip(asked, got) for t in r)
     assert got == HFBackend(cfg).rewordings(asked, 2, random.Random(0))  # seeded as every sample
     with open_log(f"sqlite:///{tmp_path / 'c.db'}", create=True) as store:
-        run, _ = train(cfg, store, backend=backend, rounds=1)
+        run, _ = train(cfg, store, TrainOptions(backend=backend, rounds=1))
         scored = [e.event for e in store.read(run, types=(QuestionScored,))]
     assert scored
     checked = [s for s in scored if s.check_score is not None]

@@ -29,7 +29,7 @@ from diagevo.train.labels import (
     draw_shared_questions,
     shared_label_accuracy,
 )
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 from diagevo.train.sim.backend import SimBackend, wrap
 from tests.test_cli_memory import run_cli
 
@@ -139,7 +139,7 @@ def sim_run(
     )
     backend = world(cfg)
     with open_log(f"sqlite:///{tmp_path / name}.db") as store:
-        train(cfg, store, backend=backend)
+        train(cfg, store, TrainOptions(backend=backend))
     return backend
 
 

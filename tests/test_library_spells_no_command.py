@@ -6,7 +6,10 @@ in words, or as the Python call).
 The test reads every string literal of the library that is not a docstring and refuses the
 spellings of a command line: ``diagevo SUBCOMMAND``, ``pip install``, ``make TARGET``, a
 subcommand with its options (``train --resume``), ``pass --FLAG`` (``with``, ``use``, ``another
---FLAG``), ``source .venv/...``."""
+--FLAG``), ``source .venv/...``, a command of the system (``sudo``, ``apt-get``, ``rm -rf``), and
+any flag inside words (a flag alone is an argument of a command line the library runs: vLLM's,
+accelerate's, pip's). A system package, a service to start, a folder to remove are fields of
+:class:`~diagevo.errors.Fix` the CLI spells (issue 84)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ COMMAND_LINE = re.compile(
     rf"\bdiagevo (?:{SUBCOMMANDS})\b|\bpip install\b|\bmake [a-z]|\b(?:{SUBCOMMANDS}) --[a-z]"
     r"|\b(?:pass|with|use|another) --[a-z]|\bsource \.venv|\bmemory fork\b"
 )
+SYSTEM = re.compile(r"\b(?:sudo|apt-get|apt install|rm -rf|brew install)\b")
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z_-]+")
 TRAINER_NAME = "diagevo train"
 """The name ``run.started`` records for diagevo's own trainer: a name in the log, not a command."""
 
@@ -34,6 +39,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             found.add(id(node.value))  # a docstring, or a string standing alone (a comment)
     return found
+
+
+def spells(text: str) -> bool:
+    """Whether ``text`` spells a command line, a command of the system, or a flag inside words."""
+    return bool(COMMAND_LINE.search(text) or SYSTEM.search(text) or (FLAG.search(text) and " " in text.strip()))
 
 
 def spelled_commands(package: Path) -> list[str]:
@@ -48,7 +58,7 @@ def spelled_commands(package: Path) -> list[str]:
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docs:
                 continue
-            if node.value != TRAINER_NAME and COMMAND_LINE.search(node.value):
+            if node.value != TRAINER_NAME and spells(node.value):
                 out.append(f"{path.relative_to(package.parent)}:{node.lineno}: {node.value[:100]!r}")
     return out
 
@@ -66,6 +76,9 @@ def test_the_library_spells_no_command_line() -> None:
         "pass --resume to go on",
         "choose another --out or remove it",
         "map a column with --field NAME.ROLE=COLUMN",
+        "start PostgreSQL (e.g. sudo service postgresql start)",
+        "rm -rf models/tiny",
+        "put it back (or name its folder: --out-dir)",
     ],
 )
 def test_the_scan_finds_a_spelled_command(tmp_path: Path, literal: str) -> None:
@@ -128,3 +141,8 @@ def test_the_errors_page_shows_each_fix_as_a_python_caller_and_the_cli_read_it(m
     page = (ROOT / "docs" / "reference" / "errors.md").read_text(encoding="utf-8")
     table = page.split("| the CLI prints |\n|---|---|---|\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert table == [f"| `{e.fix!r}` | {e} | {message(e)} |" for e in shown]
+
+
+def test_a_flag_alone_is_an_argument_not_words() -> None:
+    """A command line the library runs holds its flags as words of their own (``--port``)."""
+    assert not spells("--port") and not spells("--served-model-name")

@@ -14,7 +14,7 @@ from diagevo.catalog import PhaseCompleted
 from diagevo.log import open_log
 from diagevo.train.backend import SolverRewardFn, SolverRound
 from diagevo.train.config import load_config
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 from diagevo.train.sim.backend import SimBackend
 
 pytestmark = pytest.mark.slow  # a simulator round
@@ -51,7 +51,7 @@ def test_blank_failed_responses_are_counted_and_not_recorded(tmp_path: Path) -> 
         ],
     )
     with open_log(f"sqlite:///{tmp_path / 'x.db'}") as store:
-        _, reports = train(cfg, store, rounds=1, backend=BlankingBackend(cfg))
+        _, reports = train(cfg, store, TrainOptions(rounds=1, backend=BlankingBackend(cfg)))
         recorded = [e.event for e in store.read("r") if e.type == "failure.recorded"]
         solver = next(e.event.stats for e in store.read("r", types=(PhaseCompleted,)) if e.event.phase == "solver")
     assert recorded and all(f.response for f in recorded)

@@ -14,7 +14,7 @@ import pytest
 from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log, payload
 from diagevo.train.config import load_config
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, LABEL_FIGURES, round_stats
 from tests.test_cli_memory import run_cli
 
@@ -43,7 +43,7 @@ def test_the_table_stats_report_and_commits_agree_on_a_five_round_run(
     )
     table: list[dict[str, Any]] = []
     with open_log(db) as store:
-        _, reports = train(cfg, store, on_round=lambda r: table.append({**r.stats}))
+        _, reports = train(cfg, store, TrainOptions(on_round=lambda r: table.append({**r.stats})))
     assert [r.round for r in reports] == [1, 2, 3, 4, 5] and [row["round"] for row in table] == [1, 2, 3, 4, 5]
 
     code, out, err = run_cli(capsys, "memory", "stats", "--db", db, "--run", "five", "--json")

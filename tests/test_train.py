@@ -94,7 +94,7 @@ KILLER = textwrap.dedent(
     import os, signal, sys
     from diagevo.train.config import load_config
     from diagevo.log import open_log
-    from diagevo.train.run import train
+    from diagevo.train.run import TrainOptions, train
 
     db, run, out_dir = sys.argv[1:4]
     overrides = [a for a in sys.argv[4:]]
@@ -108,7 +108,7 @@ KILLER = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)  # die in the middle of round 2's diagnosis
 
     with open_log(db) as store:
-        train(cfg, store, progress=progress)
+        train(cfg, store, TrainOptions(progress=progress))
     """  # noqa: E501
 )
 

@@ -11,7 +11,7 @@ import pytest
 from diagevo.diagnosis.embedder import local_model
 from diagevo.log import open_log
 from diagevo.train.config import load_config
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def test_the_embedder_load_is_a_phase_of_its_own(tmp_path: Path) -> None:
         seen.append((phase, done, total, local_model.cache_info().currsize == 1))
 
     with open_log(f"sqlite:///{tmp_path / 'p.db'}") as store:
-        train(cfg, store, progress=progress)
+        train(cfg, store, TrainOptions(progress=progress))
     loads = [i for i, (phase, *_rest) in enumerate(seen) if phase == "embedder"]
     assert [seen[i][1:3] for i in loads] == [(0, 1), (1, 1)]  # once for the run, not once a round
     assert not seen[loads[0]][3] and seen[loads[1]][3]  # loaded when the phase says it is done
@@ -47,5 +47,5 @@ def test_the_embedder_load_is_a_phase_of_its_own(tmp_path: Path) -> None:
     # a resumed run with nothing left to do loads nothing
     with open_log(f"sqlite:///{tmp_path / 'p.db'}") as store:
         seen.clear()
-        train(cfg, store, resume=True, progress=progress)
+        train(cfg, store, TrainOptions(resume=True, progress=progress))
     assert "embedder" not in [s[0] for s in seen]

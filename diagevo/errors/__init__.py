@@ -83,7 +83,8 @@ def resume_call(run: str, out_dir: object = None) -> Call:
     """Continue ``run`` with diagevo's own trainer; ``out_dir``: the folder its checkpoints lie
     under when it is not the database's (a resume looks there only when told)."""
     where = {"out_dir": str(out_dir)} if out_dir is not None else {}
-    return Call("train", "diagevo.train.run.train(config, store, resume=True)", resume=True, run=run, **where)
+    python = "diagevo.train.run.train(config, store, TrainOptions(resume=True))"
+    return Call("train", python, resume=True, run=run, **where)
 
 
 def fork_call(run: str, at: int, to: str, overrides: Mapping[str, Any] | None = None) -> Call:

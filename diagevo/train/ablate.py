@@ -16,7 +16,7 @@ from typing import Any, Literal
 from diagevo.catalog import RoundCommitted, of_type
 from diagevo.log import Recorder, open_log
 from diagevo.train.config import load_config
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.dynamics import measure_seed
 
@@ -128,7 +128,7 @@ def train_cell(config: Path | None, overrides: list[str], db: str, rounds: int, 
     cfg = load_config(config, overrides)
     with open_log(db) as store:
         if len(heldout_curve(store, run)) < rounds:
-            train(cfg, store, resume=run in store.runs(), rounds=rounds)
+            train(cfg, store, TrainOptions(resume=run in store.runs(), rounds=rounds))
 
 
 def train_cells_in_parallel(
@@ -211,7 +211,7 @@ def run_ablation(
                     cfg = load_config(config, cell_overrides(overrides, world, variant, seed, rounds))
                     curve = heldout_curve(store, run)
                     if len(curve) < rounds:  # a finished run is skipped, a stopped one resumed
-                        train(cfg, store, resume=run in store.runs(), rounds=rounds)
+                        train(cfg, store, TrainOptions(resume=run in store.runs(), rounds=rounds))
                         curve = heldout_curve(store, run)
                     curves[variant].append(curve)
                     if sim:

@@ -28,7 +28,7 @@ from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train.config import load_config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import attention
-from diagevo.train.run import train
+from diagevo.train.run import TrainOptions, train
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.verify import verify_run
 
@@ -165,7 +165,7 @@ def run_check(
     store = open_log(f"sqlite:///{db}", create=True)
     started = time.perf_counter()
     try:
-        run, _ = train(cfg, store, backend=backend, rounds=1, progress=meter)
+        run, _ = train(cfg, store, TrainOptions(backend=backend, rounds=1, progress=meter))
         meter.close()
         report.round_seconds = time.perf_counter() - started
         report.phases = meter.figures

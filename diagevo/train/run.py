@@ -11,6 +11,8 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
 from diagevo.doctor import preflight, require
@@ -31,6 +33,9 @@ from diagevo.train.sim.backend import SimBackend
 from diagevo.views.checkpoints import stored_out_dir_note
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
 from diagevo.views.forks import latest_run
+
+if TYPE_CHECKING:
+    from diagevo.train.loop import RoundReport
 
 
 class BackendUnavailable(Unavailable, ValueError):
@@ -141,22 +146,39 @@ def ready(config: Config, folders: RunFolders) -> None:
     require(preflight(config, folders.checkpoints))
 
 
-def train(
-    config: Config,
-    store: Recorder,
-    *,
-    resume: bool = False,
-    rounds: int | None = None,
-    progress: ProgressFn = no_progress,
-    on_round: Callable[..., None] = lambda r: None,
-    backend: Backend | None = None,
-    overrides: list[str] | None = None,
-    lead: Callable[[Backend], Backend] | None = None,
-    checked: bool = False,
-) -> tuple[str, list]:
-    """Train (or resume) a run up to round ``rounds`` (default: the config's); returns the run id
-    and the reports of the rounds it ran. ``lead`` wraps the backend, built from the run's
-    config, for the rank that leads a multi-process launch.
+def _no_report(report: RoundReport) -> None:
+    """The default ``on_round``: nothing to do with a round's report."""
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """How :func:`train` runs, beside the config and the log: ``resume`` the run the config
+    names (or the latest); ``rounds``, the round to train up to (default: the config's);
+    ``progress`` and ``on_round`` (each round's report), what the caller is told as it goes;
+    ``backend``, the models (default: the config's); ``overrides`` of a resumed run's config
+    (``section.field=value``); ``lead``, the wrap of the backend for the rank that leads a
+    multi-process launch; ``checked``: the preflight was run on the config already."""
+
+    resume: bool = False
+    rounds: int | None = None
+    progress: ProgressFn = no_progress
+    on_round: Callable[[RoundReport], None] = _no_report
+    backend: Backend | None = None
+    overrides: tuple[str, ...] = ()
+    lead: Callable[[Backend], Backend] | None = None
+    checked: bool = False
+
+
+class Trained(NamedTuple):
+    """What :func:`train` did: the run, and the report of each round it trained, in order."""
+
+    run: str
+    reports: list[RoundReport]
+
+
+def train(config: Config, store: Recorder, options: TrainOptions | None = None) -> Trained:
+    """Train (or resume) a run up to round ``options.rounds`` (default: the config's): the run id
+    and the reports of the rounds it ran (:class:`Trained`).
 
     The preflight (:func:`ready`) refuses a config this machine cannot run before the run or its
     lease is written; ``checked=True``: the caller has run it on ``config`` already (``diagevo
@@ -164,6 +186,8 @@ def train(
     with the config its log records, which is checked here in any case; its checkpoints are
     looked for where ``config`` (the command's) puts them, a stored ``train.out_dir`` that differs
     ignored (:func:`~diagevo.views.checkpoints.stored_out_dir_note` says so)."""
+    o = options or TrainOptions()
+    resume, rounds, backend, progress = o.resume, o.rounds, o.backend, o.progress
     # the loop (the diagnosis pipeline, the tracker, the views of a round) loads when a run trains,
     # not for ``diagevo train --help`` or ``ablate --help``, which read this module
     from diagevo.train.loop import Trainer
@@ -174,8 +198,8 @@ def train(
     run = run_id_for(store, config, resume)
     folders = RunFolders.of(config, store.url)  # the machine's, never a stored config's
     folders.check(config, run)  # before the lease or any event: a refusal writes nothing
-    wanted = [*(overrides or []), *([f"train.rounds={rounds}"] if rounds is not None else [])]
-    if backend is None and not resume and not checked:
+    wanted = [*o.overrides, *([f"train.rounds={rounds}"] if rounds is not None else [])]
+    if backend is None and not resume and not o.checked:
         ready(config, folders)  # before the run (or its lease) is written: a refusal leaves nothing
     if resume:
         refuse_foreign_resume(store, run)
@@ -192,10 +216,9 @@ def train(
             start_run(store, run, config, config.train.seed, resume="never", trainer=OUR_TRAINER)
         progress("load", 0, None)
         models = backend or make_backend(config)
-        trainer = Trainer(
-            config, store, lead(models) if lead else models, run, folders=folders, progress=progress, on_round=on_round
-        )
-        return run, trainer.train(config.train.rounds)
+        led = o.lead(models) if o.lead else models
+        trainer = Trainer(config, store, led, run, folders=folders, progress=progress, on_round=o.on_round)
+        return Trained(run, trainer.train(config.train.rounds))
 
 
 @contextmanager
