@@ -163,7 +163,7 @@ def test_the_outage_wait_is_shown_and_a_diagnostician_back_in_time_goes_on(
     import diagevo.train.loop as loop
     from diagevo.errors import EndpointUnreachable
     from diagevo.train.config import load_config
-    from diagevo.train.run import train
+    from diagevo.train.run import TrainOptions, train
 
     real, asked = loop.diagnose, {"n": 0}
 
@@ -187,7 +187,7 @@ def test_the_outage_wait_is_shown_and_a_diagnostician_back_in_time_goes_on(
     )
     said: list[tuple[str, int, int | None]] = []
     with open_log(f"sqlite:///{tmp_path / 'o.db'}") as store:
-        run, _ = train(cfg, store, progress=lambda phase, done, total: said.append((phase, done, total)))
+        run, _ = train(cfg, store, TrainOptions(progress=lambda phase, done, total: said.append((phase, done, total))))
         assert [e.round for e in store.read(run, types=(RoundCommitted,))] == [1]
     waits = [(done, total) for phase, done, total in said if phase == "outage"]
     assert asked["n"] == 3 and len(waits) == 2 and all(total is None for _, total in waits), said
