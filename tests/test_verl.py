@@ -837,14 +837,7 @@ def test_a_manifest_whose_construction_n_is_no_number_is_refused_naming_it(
 ) -> None:
     """Issue 83: ``verl.json`` with ``actor_rollout_ref.rollout.n=²`` (a digit to ``str.isdigit``,
     none to ``int``) is refused naming the file and the field; it raised Python's ValueError."""
-    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
-    diagevo.Round.open(store, RUN)
-    out = tmp_path / "r1"
-    export_round(store, RUN, out)
-    asked = generated(
-        out / "curriculum.parquet", tmp_path / "q.parquet", lambda row: [f"<question>What is {row.Index}?</question>"]
-    )
-    export_round(store, RUN, out, questions=asked)
+    out, _ = _constructed(store, tmp_path)
     four = generated(out / "construct.parquet", out / "four.parquet", lambda row: ["\\boxed{1}"] * 4)
     manifest = json.loads((out / "verl.json").read_text())
     manifest["overrides"]["construct.parquet"] = ["actor_rollout_ref.rollout.n=²"]
@@ -870,14 +863,7 @@ def test_the_rounds_export_folder_named_for_its_dump_points_at_rollouts(
 def test_a_response_of_none_is_refused_by_its_index(store: diagevo.Recorder, tmp_path: Path) -> None:
     """Issue 83: a generation whose row holds a null response is refused naming the row and the
     response's place; it said only that the responses are not a list of texts."""
-    diagevo.start_run(store, RUN, diagevo.load_config(None, SIZES))
-    diagevo.Round.open(store, RUN)
-    out = tmp_path / "r1"
-    export_round(store, RUN, out)
-    asked = generated(
-        out / "curriculum.parquet", tmp_path / "q.parquet", lambda row: [f"<question>What is {row.Index}?</question>"]
-    )
-    export_round(store, RUN, out, questions=asked)
+    out, _ = _constructed(store, tmp_path)
     holed = generated(out / "construct.parquet", out / "holed.parquet", lambda row: ["\\boxed{1}", None, "1", "2"])
     with pytest.raises(BadInput, match=r"row 1: response 1 of 4 is None, not a text"):
         generated_candidates(holed, RUN, 1)

@@ -121,11 +121,14 @@ def withdrawal_problems(store: EventReader, run: str) -> list[str]:
     """Each ``batch.withdrawn`` of ``run`` that takes back no recorded batch whole (a range that
     cuts one or runs into the next: a forged row, since a withdrawal is decided against the
     recorded batches, :func:`~diagevo.views.withdrawn.recorded_batches`)."""
-    out = []
+    out: list[str] = []
+    batches: dict[int, list[tuple[int, int]]] = {}  # each round's recorded batches, read once
     for row in store.rows(run, types=(BatchWithdrawn,)):
         taken = cast(BatchWithdrawn, row.event)
         span = (taken.first_seq, taken.last_seq)
-        if span not in recorded_batches(store, run, row.round):
+        if row.round not in batches:
+            batches[row.round] = recorded_batches(store, run, row.round)
+        if span not in batches[row.round]:
             out.append(
                 f"seq {row.seq}: batch.withdrawn takes back seqs {span[0]}-{span[1]} of round {row.round}, "
                 "not one recorded batch whole (the round reads half of a batch)"
