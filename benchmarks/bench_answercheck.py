@@ -10,10 +10,10 @@ out the hostile answers of a minute and more before). After is the default check
   cheap rule refuses (``\\sin(x)^{99}-x^{99}`` against ``0``), cut by the CPU-time limit;
 - ``compute_score`` over a verl-sized batch (``--batch``, 2048) of which 1 % are hostile, the
   rest answers like a solver's (plain numbers, and symbolic forms of each question's label);
-- the same batch with 0 %, 1 % and 10 % hostile answers, every one a distinct text of the forms
-  that passed the spelling rules and cost 4-12 s each (issue 74) and of one form no rule refuses
-  (cut by the CPU-time limit, bounded by the batch's CPU budget): time against the clean batch's,
-  in this run (targets: 1 % at most 2x, 10 % at most 5x);
+- the same batch with 0 %, 1 % and 10 % hostile answers, every one a distinct text of fifteen
+  forms (:func:`hostile`), each response checked under its own limits (issue 83): time against
+  the clean batch's, in this run, and the count of honest responses scored otherwise than in the
+  clean batch (targets: 10 % at most 3x, and none);
 - the wait of fast symbolic answers sent from a second thread while a slow one is checked.
 
 Run: ``.venv/bin/python benchmarks/bench_answercheck.py [--quick] [--shares] [--batch N]``
@@ -87,13 +87,16 @@ def batch(n: int, hostile_every: int) -> list[tuple[str, str]]:
     return out
 
 
-FORMS = 10
+FORMS = 15
 
 
 def hostile(i: int) -> str:
-    """The ``i``-th hostile answer: distinct for each ``i``, in turn one of ten forms (the last three
-    of the kinds that spent a shared batch budget under the per-check limit: a derivative of high
-    order of a quotient, a power written with doubled parentheses, nested trig raised to a power)."""
+    """The ``i``-th hostile answer: distinct for each ``i``, in turn one of fifteen forms: seven
+    from before issue 83, three that spent a shared batch budget under the per-check limit (a
+    derivative of high order of a quotient, a power written with doubled parentheses, nested trig
+    raised to a power), and five that no spelling rule refuses, each 2-3 s of CPU under the
+    worker's own limits (an expansion that cancels, a symbolic binomial, a sum of towers, nested
+    logarithms raised to a power, a power of a sum of roots)."""
     k, v = i // FORMS, "xyztuvwabc"[i % 10]
     return [
         f"(\\sin({v})^{{({100 + k})}}-{v}^{{(100)}})^{{2}}",
@@ -106,6 +109,11 @@ def hostile(i: int) -> str:
         f"\\frac{{d^{{{40 + k % 50}}}}}{{d{v}^{{{40 + k % 50}}}}} \\frac{{{v}^2+{k + 1}}}{{{v}-1}}",
         f"({v}+{k + 2})^{{(({30 + k % 40}))}}-{v}^{{(({30 + k % 40}))}}",
         f"\\sin(\\cos(\\tan({v}+{k})))^{{{20 + k % 30}}}",
+        f"({v}+1)^{{{45 + k % 10}}}({v}-1)^{{{45 + k % 10}}}-({v}^2-1)^{{{45 + k % 10}}}",
+        f"\\binom{{{v}+{60 + k % 20}}}{{{60 + k % 20}}}",
+        f"\\sum_{{{v}=1}}^{{{400 + k}}} {v}^{{{v}}}",
+        f"\\log(\\log(\\log(\\log({v}+{k + 2}))))^{{{25 + k % 10}}}",
+        f"(\\sqrt{{2}}+\\sqrt{{3}}+\\sqrt{{5}}+\\sqrt{{{7 + k}}})^{{{24 + k % 10}}}",
     ][i % FORMS]
 
 

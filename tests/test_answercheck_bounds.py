@@ -16,7 +16,7 @@ import pytest
 
 from diagevo.curriculum.answers import normalize_answer, plausible_final_answer
 from diagevo.curriculum.costs import number, refusal
-from diagevo.curriculum.equivalence import EquivalenceChecker, agrees
+from diagevo.curriculum.equivalence import RESPONSE, CheckStats, EquivalenceChecker, agrees, verdict
 from diagevo.curriculum.votes import votes
 from tests.shared import BENCHMARKS
 
@@ -236,6 +236,8 @@ def test_the_fork_server_reports_a_limit_and_answers_on() -> None:
         {"op": "verify", "a": 3, "b": 3},
         {"op": "parse", "id": 4, "text": "99999!"},  # the operation limits, behind the rules
         {"op": "verify", "a": 4, "b": 3},
+        {"op": "parse", "id": 5, "text": "\\frac{\\sqrt{3}}{2}", "steps": 100, "cpu_s": 0.5},  # its own limits
+        {"op": "parse", "id": 6, "text": "\\frac{\\sqrt{3}}{2}"},
     ]
     proc = subprocess.run(
         [sys.executable, str(worker), "2000000", "4000000", "0.5"],
@@ -247,7 +249,101 @@ def test_the_fork_server_reports_a_limit_and_answers_on() -> None:
     replies = [json.loads(x) for x in proc.stdout.splitlines()]
     assert replies[0]["ready"] is True
     # SLOW's parse or its check, whichever this processor reaches the limit in, is cut
-    cut = {"ok": False, "error": "limit", "cpu": 0.5}
+    cut = {"ok": False, "error": "limit"}  # the parent charges the limit it sent
     assert replies[3] == cut or (replies[1] == cut and replies[3]["ok"] is False), replies[1:4]
     assert [r["ok"] for r in replies[4:6]] == [True, True]
     assert replies[7]["error"] == "budget"
+    # a request's own step budget, then the process's for the same text
+    assert replies[8]["error"] == "budget" and replies[9]["ok"] is True and replies[9]["steps"] > 100
+
+
+def _heavy_fake(cpu: float = 1.0) -> list[str]:
+    """A worker whose operations on a text holding ``\\heavy`` need more than one response's own
+    limits: under a request's ``cpu_s`` below 1 s they are cut (a new child), under the worker's
+    own they answer. Every operation costs ``cpu``; verify is True only for identical texts."""
+    body = f"""
+import json, sys
+texts = {{}}
+print(json.dumps({{"ready": True, "cpu": 0.5}}), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["op"] == "parse":
+        texts[req["id"]] = req["text"]
+        held = [req["text"]]
+    else:
+        held = [texts.get(req.get("a")) or "", texts.get(req.get("b")) or ""]
+    if req.get("cpu_s", 2.0) < 1 and any("\\\\heavy" in t for t in held):
+        texts.clear()
+        reply = {{"ok": False, "error": "limit"}}
+    else:
+        reply = {{"ok": req["op"] == "parse" or held[0] == held[1], "cpu": {cpu}}}
+    print(json.dumps(reply), flush=True)
+"""
+    return [sys.executable, "-c", body]
+
+
+def test_a_response_spends_only_its_own_limits() -> None:
+    """Issue 83: ``batch_cpu_s=2`` per 4 checks, every operation 1 s. Under the worker's own limits
+    the batch budget stops the checks after the first (as above); under each response's own
+    (:data:`RESPONSE`, the reward's) all six are checked, whatever the others spent."""
+    chk = EquivalenceChecker(command=_heavy_fake(), batch_cpu_s=2.0, batch_checks=4)
+    try:
+        shared = [verdict(f"\\sqrt{{{k + 3}}}", "\\sqrt{2}", chk) for k in range(6)]
+        assert shared.count(None) == chk.stats.out_of_budget >= 4
+        chk.stats = CheckStats()
+        own = [verdict(f"\\sqrt{{{k + 3}}}", "\\sqrt{2}", chk, RESPONSE) for k in range(6)]
+        assert own == [False] * 6
+        assert (chk.stats.verifies, chk.stats.out_of_budget) == (6, 0)
+    finally:
+        chk.close()
+
+
+def test_an_answer_past_its_own_limits_is_unchecked_and_only_it_is_blamed() -> None:
+    """An answer that needs more than one response's limits is unchecked (None), not different;
+    it is marked under those limits only (the worker's own still check it), and the label it was
+    checked against is not marked."""
+    chk = EquivalenceChecker(command=_heavy_fake(cpu=0.01))
+    try:
+        assert verdict("\\sqrt{2}\\heavy", "\\sqrt{2}", chk, RESPONSE) is None
+        assert verdict("\\sqrt{2}\\heavy", "\\sqrt{2}", chk, RESPONSE) is None  # marked: not sent again
+        assert (chk.stats.timeouts, chk.stats.marked, chk.stats.skipped) == (1, 1, 1)
+        assert verdict("\\sqrt{2}\\heavy", "\\sqrt{2}", chk) is False  # the worker's own limits: decided
+        assert verdict("\\sqrt{2}", "\\sqrt{2} ", chk, RESPONSE) is True
+        assert verdict("\\sqrt{3}", "\\sqrt{2}", chk, RESPONSE) is False
+    finally:
+        chk.close()
+
+
+def test_the_reward_of_an_unchecked_answer_is_marked_unchecked() -> None:
+    """The solver's reward: an unchecked answer earns -1 (nothing showed it agrees) with
+    ``checked`` 0 in compute_score's figures, which verl dumps with the rollout; the others are
+    scored as usual beside it."""
+    from diagevo.curriculum import equivalence
+    from diagevo.curriculum.reward import SolverScore, solver_scores
+    from diagevo.verl import compute_score
+
+    chk = EquivalenceChecker(command=_heavy_fake(cpu=0.01))
+    equivalence._default = chk
+    try:
+        got = solver_scores(["\\boxed{\\sqrt{2}\\heavy}", "\\boxed{\\sqrt{2}}", "\\boxed{\\sqrt{3}}"], "\\sqrt{2}")
+        assert got == [SolverScore(-1.0, False), SolverScore(1.0, True), SolverScore(-1.0, True)]
+        scored = compute_score("diagevo/solver", "so \\boxed{\\sqrt{2}\\heavy}", "\\sqrt{2}", {"question_id": "q1"})
+        assert (scored["score"], scored["acc"], scored["checked"]) == (-1.0, 0.0, 0.0)
+        assert (
+            compute_score("diagevo/solver", "\\boxed{\\sqrt{2}}", "\\sqrt{2}", {"question_id": "q1"})["checked"] == 1.0
+        )
+    finally:
+        equivalence._default = None
+        chk.close()
+
+
+def test_a_real_cut_costs_one_responses_limit() -> None:
+    """The real worker: a hostile answer no rule refuses is cut at one response's CPU limit
+    (0.1 s), not the worker's own (2 s), and charged that."""
+    chk = EquivalenceChecker()
+    try:
+        assert verdict(SLOW, "0", chk, RESPONSE) is None
+        assert chk.stats.timeouts + chk.stats.over_budget == 1
+        assert chk.cpu_spent < 1.0  # the label's parse and the cut: RESPONSE.cpu_s, far from 2 s
+    finally:
+        chk.close()

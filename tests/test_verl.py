@@ -187,6 +187,7 @@ def test_compute_score_is_the_solver_reward_against_the_pseudo_label() -> None:
     assert compute_score("diagevo/solver", "so \\boxed{\\frac{1}{2}}", "0.5", {**info, "export": "r1-x"}) == {
         "score": 1.0,
         "acc": 1.0,
+        "checked": 1.0,
         "question_id": "q1-00002",
         "export": "r1-x",
     }
@@ -194,6 +195,7 @@ def test_compute_score_is_the_solver_reward_against_the_pseudo_label() -> None:
     assert compute_score("diagevo/solver", "no answer at all", "0.5", None) == {
         "score": -1.0,
         "acc": 0.0,
+        "checked": 1.0,
         "question_id": "",
         "export": "",
     }

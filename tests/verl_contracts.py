@@ -270,7 +270,10 @@ def check_solver_reward(w: World, rollouts: Rollouts) -> Result:
         ground_truth=label,
         extra_info={"question_id": qid},
     )
-    r.expect(right == {"score": 1.0, "acc": 1.0, "question_id": qid, "export": ""}, f"loaded by file path: {right}")
+    r.expect(
+        right == {"score": 1.0, "acc": 1.0, "checked": 1.0, "question_id": qid, "export": ""},
+        f"loaded by file path: {right}",
+    )
     return r
 
 

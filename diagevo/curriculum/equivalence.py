@@ -56,7 +56,7 @@ from diagevo.curriculum.answers import (
     simple_number,
 )
 from diagevo.curriculum.costs import weight
-from diagevo.curriculum.mathverify_worker import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS
+from diagevo.curriculum.mathverify_worker import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS, Limits
 
 ROUNDING_GAP = Fraction(1, 10**6)
 WORKERS = 4  # math-verify processes one checker runs at most (each holds sympy: ~150 MB)
@@ -64,8 +64,16 @@ MEMO_TEXTS = 4096  # answers over a limit remembered (the oldest forgotten first
 BATCH_CHECKS = 2048  # checks that earn one batch's CPU budget (a verl batch of compute_score calls)
 BATCH_CPU_S = 24.0  # worker CPU seconds per BATCH_CHECKS checks (the benchmark's clean batch: 6)
 VOTES_CPU_S = 10.0  # worker CPU seconds the votes of one question may spend
+RESPONSE = Limits(parse_steps=100_000, verify_steps=150_000, cpu_s=0.1)
+"""One response's own limits, for its parse and for its verify against the label (the reward's
+check, :func:`verdict` with ``limits=RESPONSE``): past them the response is unchecked, whatever
+the others cost. The answers of the benchmark's clean batch need at most 210,000 calls and 0.2 s
+an operation; those of math-verify's own suite 400,000 calls and 0.6 s."""
 
 Failure = Literal["unavailable", "failed", "over budget", "over limit"]  # why an operation has no answer
+Verdict = bool | None
+"""Whether two answers are the same object; None where the check ended without deciding (a limit
+or a budget passed, the worker failed): "unchecked"."""
 
 
 @dataclass
@@ -107,16 +115,17 @@ class Budget:
 
 
 class _Memo:
-    """The last ``size`` texts that passed a limit: bounded, the oldest forgotten first."""
+    """The last ``size`` texts that passed a limit, each with the limits it passed: bounded, the
+    oldest forgotten first."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._texts: OrderedDict[str, None] = OrderedDict()
+        self._texts: OrderedDict[tuple[str, Limits], None] = OrderedDict()
 
     def __contains__(self, text: object) -> bool:
         return text in self._texts
 
-    def add(self, text: str) -> bool:
+    def add(self, text: tuple[str, Limits]) -> bool:
         """Remember ``text``; whether it is new."""
         new = text not in self._texts
         self._texts[text] = None
@@ -170,7 +179,7 @@ class _Worker:
         self.parse_ids.clear()
         if proc is None or self.pid != os.getpid():
             return False
-        over_limit = proc.poll() == -signal.SIGPROF
+        over_limit = proc.poll() == -signal.SIGVTALRM
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.kill()
@@ -181,7 +190,7 @@ class _Worker:
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
-        return over_limit or proc.returncode == -signal.SIGPROF
+        return over_limit or proc.returncode == -signal.SIGVTALRM
 
     def readline(self, deadline: float) -> dict[str, Any] | None:
         """The next reply, or None at the deadline. Raises _WorkerGone on EOF."""
@@ -228,8 +237,8 @@ class EquivalenceChecker:
         checks earn, up to that much in hand (``math.inf``: no batch budget)."""
         # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
         worker = str(Path(__file__).with_name("mathverify_worker.py"))
-        budgets = [str(parse_steps), str(verify_steps), str(cpu_limit_s)]
-        self.command = command or [sys.executable, worker, *budgets]
+        self.limits = Limits(parse_steps, verify_steps, cpu_limit_s)  # the worker's own: a label's, a vote's
+        self.command = command or [sys.executable, worker, *map(str, self.limits)]
         self.timeout_s = timeout_s
         self.cpu_limit_s = cpu_limit_s
         self.start_timeout_s = start_timeout_s
@@ -241,9 +250,9 @@ class EquivalenceChecker:
         self._lock = threading.Lock()  # the pool, the stats and the sets below
         self._freed = threading.Condition(self._lock)
         self._pool: list[_Worker] = []
-        self._ids = itertools.count()  # names of parsed answers in the workers
-        self._bad = _Memo(MEMO_TEXTS)  # texts over a limit, or whose parse raised: never sent again
-        self._bad_pairs: set[tuple[str, str]] = set()
+        self._ids = itertools.count(1)  # names of parsed answers in the workers (never 0, never False)
+        self._bad = _Memo(MEMO_TEXTS)  # (text, limits) over a limit, or whose parse raised: never sent again
+        self._bad_pairs: set[tuple[str, str, Limits]] = set()
         self._verify_failures: dict[str, int] = {}
         self._cleared: set[str] = set()  # texts in a verify that ended within its limits
         self.batch_cpu_s = batch_cpu_s
@@ -272,23 +281,27 @@ class EquivalenceChecker:
         finally:
             stack.remove(scope)
 
-    def _spent(self) -> bool:
-        """Whether a budget of this check is spent (the caller holds the lock)."""
+    def _spent(self, own: bool = False) -> bool:
+        """Whether a budget of this check is spent (the caller holds the lock); ``own``: a check
+        under its own limits, which the batch budget does not cover."""
         stack: list[Budget] = self._scopes.__dict__.get("stack", [])
-        return self._in_hand <= 0 or any(b.exhausted for b in stack)
+        return (self._in_hand <= 0 and not own) or any(b.exhausted for b in stack)
 
-    def _charge(self, cpu_s: float) -> None:
+    def _charge(self, cpu_s: float, limits: Limits) -> None:
+        """Charge an operation to the open budgets, and to the batch's unless it ran under its own
+        limits."""
         stack: list[Budget] = self._scopes.__dict__.get("stack", [])
         with self._lock:
-            self._in_hand -= cpu_s
+            if limits == self.limits:
+                self._in_hand -= cpu_s
             self.cpu_spent += cpu_s
         for b in stack:
             b.spent += cpu_s
 
-    def _mark(self, *texts: str) -> None:
-        """Never send ``texts`` again (the caller holds the lock)."""
+    def _mark(self, limits: Limits, *texts: str) -> None:
+        """Never send ``texts`` again under ``limits`` (the caller holds the lock)."""
         for text in texts:
-            if self._bad.add(text):
+            if self._bad.add((text, limits)):
                 self.stats.marked += 1
 
     def _acquire(self) -> _Worker:
@@ -359,26 +372,31 @@ class EquivalenceChecker:
             self._restart(w)
         return w.ready
 
-    def _call(self, w: _Worker, request: dict[str, Any]) -> bool | Failure:
-        """Send one operation to ``w`` and charge its CPU to the budgets: its answer, or why there
-        is none ("unavailable": no worker, the request is not to blame)."""
+    def _call(self, w: _Worker, request: dict[str, Any], limits: Limits | None = None) -> bool | Failure:
+        """Send one operation to ``w`` under ``limits`` (the worker's own when None) and charge its
+        CPU to the budgets: its answer, or why there is none ("unavailable": no worker, the request
+        is not to blame)."""
         if not self._ensure_ready(w):
             return "unavailable"
         assert w.proc is not None and w.proc.stdin is not None
+        limits = limits or self.limits
+        if limits != self.limits:
+            steps = limits.parse_steps if request["op"] == "parse" else limits.verify_steps
+            request = {**request, "steps": steps, "cpu_s": limits.cpu_s}
         try:
             w.proc.stdin.write((json.dumps(request) + "\n").encode())
             reply = w.readline(time.monotonic() + self.timeout_s)
         except (_WorkerGone, OSError, ValueError):
             over_limit = self._restart(w)
             self._count("timeouts" if over_limit else "errors")
-            self._charge(self.cpu_limit_s if over_limit else 0.0)
+            self._charge(limits.cpu_s if over_limit else 0.0, limits)
             return "over limit" if over_limit else "failed"
         if reply is None:
             self._count("timeouts")
             self._restart(w)
-            self._charge(self.cpu_limit_s or self.timeout_s)
+            self._charge(limits.cpu_s or self.timeout_s, limits)
             return "failed"
-        self._charge(float(reply.get("cpu", 0.0)))
+        self._charge(limits.cpu_s if reply.get("error") == "limit" else float(reply.get("cpu", 0.0)), limits)
         if "error" in reply:
             return self._failure(w, reply["error"])
         return bool(reply["ok"])
@@ -395,100 +413,112 @@ class EquivalenceChecker:
         return "over budget" if over else "failed"
 
     # -- checks ----------------------------------------------------------------------------
-    def _parse(self, w: _Worker, text: str) -> int | None:
-        """``w``'s id of the parsed ``text``; None when it does not parse or failed."""
+    def _parse(self, w: _Worker, text: str, limits: Limits) -> int | Literal[False] | None:
+        """``w``'s id of the parsed ``text``; False when math-verify finds no expression in it (a
+        decision); None when the parse failed or passed ``limits`` (no decision)."""
         cached = w.parse_ids.get(text)
-        if cached is not None:
-            return cached[0] if cached[1] else None
+        if cached is not None:  # a parse that ended is the same under any limits
+            return cached[0] if cached[1] else False
         if len(w.parse_ids) >= self.max_cached and self._call(w, {"op": "forget"}) is True:
             w.parse_ids.clear()
         pid = next(self._ids)
         self._count("parses")
-        ok = self._call(w, {"op": "parse", "id": pid, "text": text})
+        ok = self._call(w, {"op": "parse", "id": pid, "text": text}, limits)
         if not isinstance(ok, bool):
-            if ok != "unavailable":  # the text is to blame: never sent again
+            if ok != "unavailable":  # the text is to blame: never sent again under these limits
                 with self._lock:
-                    self._mark(text)
+                    self._mark(limits, text)
             return None
         if not ok:
             self._count("unparsed")
         if w.proc is not None and w.ready:
             w.parse_ids[text] = (pid, ok)
-        return pid if ok else None
+        return pid if ok else False
 
-    def symbolic_equal(self, a: str, b: str) -> bool:
-        """math-verify's verdict on two normalised answers (``a`` is the gold side).
+    def symbolic_equal(self, a: str, b: str, limits: Limits | None = None) -> Verdict:
+        """math-verify's verdict on two normalised answers (``a`` is the gold side, parsed under
+        the worker's own limits; ``b`` is parsed and the two verified under ``limits``, the worker's
+        own when None).
 
-        A pair whose verify failed is not tried again; nor is an answer marked after passing a
-        limit (see :meth:`_blame`) or in two verifies that raised. Once a budget of the check is
-        spent, "different" unchecked (``out_of_budget``)."""
+        Unchecked (None): a pair whose verify failed, or an answer marked after passing a limit (see
+        :meth:`_blame`) or in two verifies that raised; once a budget of the check is spent
+        (``out_of_budget``). A check under its own ``limits`` (one response's) draws on no batch
+        budget, so no other response's answer can spend what it may spend. Different (False)
+        without a check: an answer that cannot be a final answer."""
+        limits = limits or self.limits
         with self._lock:
-            if (
-                (a, b) in self._bad_pairs
-                or a in self._bad
-                or b in self._bad
-                or not (plausible_final_answer(a) and plausible_final_answer(b))
-            ):
+            if not (plausible_final_answer(a) and plausible_final_answer(b)):
                 self.stats.skipped += 1
                 return False
-            if self._spent():
+            if (a, b, limits) in self._bad_pairs or (a, self.limits) in self._bad or (b, limits) in self._bad:
+                self.stats.skipped += 1
+                return None
+            if self._spent(own=limits != self.limits):
                 self.stats.out_of_budget += 1
-                return False
+                return None
         w = self._acquire()
         try:
-            return self._verify(w, a, b)
+            return self._verify(w, a, b, limits)
         finally:
             self._release(w)
 
-    def _verify(self, w: _Worker, a: str, b: str) -> bool:
+    def _verify(self, w: _Worker, a: str, b: str, limits: Limits) -> Verdict:
         for _ in range(2):  # a second round if the worker forgot or restarted while parsing b
-            ia = self._parse(w, a)
-            ib = None if ia is None else self._parse(w, b)
-            if ia is None or ib is None:
-                return False
+            ia = self._parse(w, a, self.limits)
+            if ia is None or ia is False:
+                return ia
+            ib = self._parse(w, b, limits)
+            if ib is None or ib is False:
+                return ib
             if w.parse_ids.get(a, (None, False))[0] == ia:
                 break
         else:
-            return False
+            return None
         self._count("verifies")
-        ok = self._call(w, {"op": "verify", "a": ia, "b": ib})
-        if ok == "unavailable" or isinstance(ok, bool):
-            if ok != "unavailable":
-                with self._lock:
-                    if len(self._cleared) >= self.max_cached:
-                        self._cleared.clear()
-                    self._cleared.update((a, b))
-            return ok is True
+        ok = self._call(w, {"op": "verify", "a": ia, "b": ib}, limits)
+        if isinstance(ok, bool):
+            with self._lock:
+                if len(self._cleared) >= self.max_cached:
+                    self._cleared.clear()
+                self._cleared.update((a, b))
+            return ok
+        if ok == "unavailable":
+            return None
         with self._lock:
             if len(self._bad_pairs) > self.max_cached:
                 self._bad_pairs.clear()
                 self._verify_failures.clear()
-            self._bad_pairs.add((a, b))
+            self._bad_pairs.add((a, b, limits))
             if ok in ("over budget", "over limit"):
-                self._mark(*self._blame(a, b))
-                return False
-            for text in (a, b):
+                self._mark(limits, *self._blame(a, b, limits))  # only b where the limits are b's own
+                return None
+            for text, its in ((a, self.limits), (b, limits)):
                 self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
                 if self._verify_failures[text] >= 2:
-                    self._mark(text)
-        return False
+                    self._mark(its, text)
+        return None
 
-    def _blame(self, a: str, b: str) -> tuple[str, ...]:
-        """The answers of a verify over a limit that are never sent again: those not known to be
-        cheap (in a verify that ended within its limits); of two unknown ones, the heavier by
+    def _blame(self, a: str, b: str, limits: Limits) -> tuple[str, ...]:
+        """The answers of a verify over a limit that are never sent again: under one response's own
+        limits the response (the label is not its to spend); else those not known to be cheap (in a
+        verify that ended within its limits); of two unknown ones, the heavier by
         :func:`~diagevo.curriculum.costs.weight` (both when they weigh the same). The label of a
         question is thus not marked because one hostile answer was checked against it."""
+        if limits != self.limits:
+            return (b,)
         suspects = [t for t in (a, b) if t not in self._cleared]
         if len(suspects) < 2:
             return tuple(suspects)
         wa, wb = weight(a), weight(b)
         return (a, b) if wa == wb else ((a,) if wa > wb else (b,))
 
-    def equivalent(self, a: str, b: str) -> bool:
-        """Whether two answers are the same mathematical object (never raises; bounded work).
-        Each call earns the batch budget its share (``batch_cpu_s / batch_checks``)."""
-        with self._lock:
-            self._in_hand = min(self.batch_cpu_s, self._in_hand + self._earned)
+    def check(self, a: str, b: str, limits: Limits | None = None) -> Verdict:
+        """Whether two answers are the same mathematical object, None where unchecked (never
+        raises; bounded work). ``limits``: see :meth:`symbolic_equal`. A check under the worker's
+        own limits earns the batch budget its share (``batch_cpu_s / batch_checks``)."""
+        if limits is None or limits == self.limits:
+            with self._lock:
+                self._in_hand = min(self.batch_cpu_s, self._in_hand + self._earned)
         ka, kb = answer_key(a), answer_key(b)
         if ka == kb:
             self._count("fast")
@@ -508,7 +538,12 @@ class EquivalenceChecker:
             if not (is_decimal(ka) or is_decimal(kb)) or abs(va - vb) > ROUNDING_GAP:
                 self._count("fast")
                 return False
-        return self.symbolic_equal(normalize_answer(a), normalize_answer(b))
+        return self.symbolic_equal(normalize_answer(a), normalize_answer(b), limits)
+
+    def equivalent(self, a: str, b: str) -> bool:
+        """Whether two answers are the same mathematical object: :meth:`check`, unchecked as
+        different."""
+        return self.check(a, b) is True
 
 
 _default: EquivalenceChecker | None = None
@@ -525,8 +560,12 @@ def default_checker() -> EquivalenceChecker:
         return _default
 
 
-def agrees(answer: str | None, label: str | None, checker: EquivalenceChecker | None = None) -> bool:
-    """Whether a response's final answer agrees with a (pseudo-)label.
+def verdict(
+    answer: str | None, label: str | None, checker: EquivalenceChecker | None = None, limits: Limits | None = None
+) -> Verdict:
+    """Whether a response's final answer agrees with a (pseudo-)label; None where its check passed
+    a limit or a budget (unchecked). ``limits``: :data:`RESPONSE` for a reward, which charges the
+    response alone; None, the worker's own, for a label or a benchmark's gold.
 
     The one decision behind a vote's label class, the stored reference trajectory and the
     solver's +-1 reward, so a response counted in the label's class is never punished.
@@ -534,4 +573,9 @@ def agrees(answer: str | None, label: str | None, checker: EquivalenceChecker | 
     always the gold side."""
     if answer is None or label is None or not answer.strip() or not label.strip():
         return False
-    return (checker or default_checker()).equivalent(label, answer)
+    return (checker or default_checker()).check(label, answer, limits)
+
+
+def agrees(answer: str | None, label: str | None, checker: EquivalenceChecker | None = None) -> bool:
+    """:func:`verdict` under the worker's own limits, unchecked as different."""
+    return verdict(answer, label, checker) is True

@@ -11,17 +11,20 @@ the same answer on an idle or a saturated machine:
 - sympy's caches are cleared before each operation, so its cost does not depend on history;
 - a **CPU-time limit** (:data:`CPU_LIMIT_S`) for the calls the budget counts that are each long
   (``\\sin(x)^{100}-x^{100}`` spends a minute in under four million of them, inside C):
-  ``ITIMER_PROF`` raises ``SIGPROF``, whose default action ends the process even inside a C call,
-  where no Python handler would run. CPU time, not wall time, so a loaded machine does not turn
-  ordinary answers into "different".
+  ``ITIMER_VIRTUAL`` raises ``SIGVTALRM``, whose default action ends the process even inside a C
+  call, where no Python handler would run. The process's own CPU time in user mode, not wall time
+  and not the kernel's: a loaded machine does not turn ordinary answers into "different", nor do
+  the pages a new child copies from the server on its first operation (up to 0.05 s).
 
 Protocol: one JSON object per line. ``{"op": "parse", "id": k, "text": s}`` and ``{"op":
-"verify", "a": k1, "b": k2}`` (with math-verify's lenient set and relation comparison) answer
-``{"ok": bool, "cpu": s}`` (``cpu``: the CPU seconds the operation used, which the parent
-charges to the budget of the check's votes or batch); ``{"op": "forget"}`` drops every parsed
-answer. Errors reply ``{"ok": false, "error": "..."}`` (``"budget"``: the worker stays usable;
-``"limit"``: the operation passed its CPU-time limit). On start the worker writes ``{"ready":
-true, "cpu": s}``. Run by path: ``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
+"verify", "a": k1, "b": k2}`` (with math-verify's lenient set and relation comparison), each
+with its own :class:`Limits` where it carries ``"steps"`` and ``"cpu_s"`` (one response's
+check, :data:`diagevo.curriculum.equivalence.RESPONSE`), answer ``{"ok": bool, "cpu": s,
+"steps": n}`` (the CPU seconds and calls the operation used; the parent charges the CPU to the
+budget of the check's votes or batch); ``{"op": "forget"}`` drops every parsed answer. Errors
+reply ``{"ok": false, "error": "..."}`` (``"budget"``: the worker stays usable; ``"limit"``: the
+operation passed its CPU-time limit). On start the worker writes ``{"ready": true, "cpu": s}``.
+Run by path: ``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
 
 The process is a fork server: it imports math-verify once, then forks the child that answers
 the operations. A child ended by its CPU-time limit is reported (``"limit"``) and replaced by a
@@ -31,6 +34,7 @@ sympy again; the parent re-sends the parses the new child lacks when it needs th
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import logging
@@ -40,13 +44,38 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 PARSE_STEPS = 2_000_000  # Python calls one parse may make (answers of the test pairs: < 60k)
 VERIFY_STEPS = 4_000_000  # Python calls one verify may make (test pairs: < 600k)
 MAX_POWER_BITS = 1 << 20  # an exact power result larger than this (about 315,000 digits) is refused
 MAX_FACTORIAL = 10_000
 CPU_LIMIT_S = 2.0  # CPU seconds one operation may use before the worker is ended
+
+
+WARM_UP = (
+    ("x<1", "(0,1)"),
+    ("x^2+9x", "x(x+9)"),
+    ("\\frac{\\sqrt{10}}{10}", "\\sqrt{10}/10"),
+    ("\\{1, 2\\}", "[0, 1)"),
+    ("y = 2x + 1", "3.5\\%"),
+    ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "30^\\circ"),
+    ("\\sin(x)+\\log(2)", "e^{\\pi i}"),
+)
+"""Pairs of the common forms of an answer (a polynomial, a root, a set, an interval, an equation,
+a percentage, a matrix, an angle, functions) that the server parses and verifies before the first
+fork: the first operation of each form costs up to ten times a later one (imports, compiled
+grammars), and a child should not pay it."""
+
+
+class Limits(NamedTuple):
+    """What one operation may spend: Python calls for a parse and for a verify, and CPU seconds
+    (0: no CPU-time limit). The process's defaults come from its command line; a request may carry
+    its own (``"steps"``, ``"cpu_s"``)."""
+
+    parse_steps: int = PARSE_STEPS
+    verify_steps: int = VERIFY_STEPS
+    cpu_s: float = CPU_LIMIT_S
 
 
 class BudgetExceeded(BaseException):
@@ -57,15 +86,15 @@ class BudgetExceeded(BaseException):
 class _Steps:
     """Runs an operation under a budget of Python calls: the global trace function is called once
     per call (it returns None, so no line events follow) and only advances a C counter. And
-    under the CPU-time limit: ``SIGPROF`` keeps its default action, so the timer ends the process."""
+    under the CPU-time limit: ``SIGVTALRM`` keeps its default action, so the timer ends the process."""
 
-    def __init__(self, cpu_limit_s: float) -> None:
+    def __init__(self) -> None:
         self.count = 0
         self.spent = False
-        self.cpu_limit_s = cpu_limit_s
-        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+        signal.signal(signal.SIGVTALRM, signal.SIG_DFL)
 
-    def run(self, limit: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def run(self, limit: int, cpu_s: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` under ``limit`` calls and ``cpu_s`` CPU seconds (0: no limit)."""
         from sympy.core.cache import clear_cache
 
         clear_cache()
@@ -77,13 +106,13 @@ class _Steps:
                 self.spent = True
                 raise BudgetExceeded
 
-        signal.setitimer(signal.ITIMER_PROF, self.cpu_limit_s)  # 0 leaves it unarmed
+        signal.setitimer(signal.ITIMER_VIRTUAL, cpu_s)  # 0 leaves it unarmed
         sys.settrace(hook)
         try:
             result = fn(*args, **kwargs)
         finally:
             sys.settrace(None)
-            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
             self.count = next(calls) - 1
         if self.spent:  # someone caught the BaseException anyway: the answer is not to be trusted
             raise BudgetExceeded
@@ -136,7 +165,7 @@ def _answer_latex(text: str) -> str:
     return text if text.startswith("$") else f"${text}$"
 
 
-def _serve(steps: _Steps, parse_steps: int, verify_steps: int, out: Any) -> None:
+def _serve(steps: _Steps, limits: Limits, out: Any) -> None:
     """The child's loop: one operation per line of stdin until it closes."""
     from math_verify import parse, verify
 
@@ -151,7 +180,8 @@ def _serve(steps: _Steps, parse_steps: int, verify_steps: int, out: Any) -> None
             op = req["op"]
             if op == "parse":
                 result = steps.run(
-                    parse_steps,
+                    int(req.get("steps", limits.parse_steps)),
+                    float(req.get("cpu_s", limits.cpu_s)),
                     parse,
                     _answer_latex(req["text"]),
                     extraction_config=config,
@@ -163,7 +193,8 @@ def _serve(steps: _Steps, parse_steps: int, verify_steps: int, out: Any) -> None
             elif op == "verify":
                 a, b = parsed[req["a"]], parsed[req["b"]]
                 ok = steps.run(
-                    verify_steps,
+                    int(req.get("steps", limits.verify_steps)),
+                    float(req.get("cpu_s", limits.cpu_s)),
                     verify,
                     a,
                     b,
@@ -183,6 +214,7 @@ def _serve(steps: _Steps, parse_steps: int, verify_steps: int, out: Any) -> None
             # only the type: str() of an exception holding a huge sympy number can itself hang
             reply = {"ok": False, "error": type(exc).__name__}
         reply["cpu"] = round(time.process_time() - start, 4)
+        reply["steps"] = steps.count
         out.write(json.dumps(reply) + "\n")
         out.flush()
 
@@ -198,15 +230,20 @@ def main(argv: list[str]) -> None:
     logging.disable(logging.WARNING)
     from math_verify import parse, verify
 
-    parse_steps = int(argv[0]) if argv else PARSE_STEPS
-    verify_steps = int(argv[1]) if len(argv) > 1 else VERIFY_STEPS
-    cpu_limit_s = float(argv[2]) if len(argv) > 2 else CPU_LIMIT_S
+    limits = Limits(
+        int(argv[0]) if argv else PARSE_STEPS,
+        int(argv[1]) if len(argv) > 1 else VERIFY_STEPS,
+        float(argv[2]) if len(argv) > 2 else CPU_LIMIT_S,
+    )
     _install_operation_limits()
-    steps = _Steps(cpu_limit_s)
+    steps = _Steps()
     config = _config()
-    # the first parse and verify import most of sympy: done once, here, before the first fork
-    gold, answer = (parse(t, extraction_config=config, parsing_timeout=None) for t in ("$x<1$", "$(0,1)$"))
-    verify(gold, answer, timeout_seconds=None)
+    # the first parse and verify of a form import and compile what it needs: done once, here,
+    # before the first fork, so that no child pays it and an operation costs the same whenever it runs
+    for pair in WARM_UP:
+        gold, answer = (parse(_answer_latex(t), extraction_config=config, parsing_timeout=None) for t in pair)
+        verify(gold, answer, timeout_seconds=None, allow_set_relation_comp=True)
+    gc.freeze()  # the warmed heap out of the children's collections: fewer pages copied after a fork
     out = sys.stdout
     sys.stdout = sys.stderr  # anything a library prints must not corrupt the protocol
     out.write(json.dumps({"ready": True, "cpu": round(time.process_time(), 4)}) + "\n")
@@ -216,15 +253,15 @@ def main(argv: list[str]) -> None:
         if pid == 0:  # the child answers until stdin closes; nothing of the parent's exit runs
             code = 1  # anything but 0 tells the parent process to fork another
             try:
-                _serve(steps, parse_steps, verify_steps, out)
+                _serve(steps, limits, out)
                 code = 0
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             return  # stdin closed: the parent is done with this worker
-        limit = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF
-        reply = {"ok": False, "error": "limit" if limit else "died", "cpu": cpu_limit_s if limit else 0.0}
+        limit = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGVTALRM
+        reply = {"ok": False, "error": "limit" if limit else "died"}  # the parent charges the limit it sent
         out.write(json.dumps(reply) + "\n")
         out.flush()
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.bleu import pairwise_bleu_distance
 from diagevo.curriculum.clustering import average_linkage_clusters
-from diagevo.curriculum.equivalence import agrees
+from diagevo.curriculum.equivalence import RESPONSE, verdict
 from diagevo.curriculum.prompts import parse_question
 from diagevo.curriculum.votes import votes
 from diagevo.text.calls import validated
@@ -77,9 +78,29 @@ def challenger_output_rewards(
     return challenger_rewards(questions, p1, lam=lam, threshold=threshold)
 
 
+@dataclass(frozen=True, slots=True)
+class SolverScore:
+    """One response's reward, and whether its answer was checked against the label.
+
+    An answer whose check passed the response's own limits (:data:`~diagevo.curriculum.equivalence.RESPONSE`)
+    is unchecked: it earns -1, since nothing showed it agrees (0 would pay a policy for answers too
+    heavy to check), and it is no failure known, so it is not recorded for diagnosis."""
+
+    score: float
+    checked: bool
+
+
 @validated
-def solver_rewards(responses: Sequence[str], pseudo_label: str | None) -> list[float]:
+def solver_scores(responses: Sequence[str], pseudo_label: str | None) -> list[SolverScore]:
     """The solver's reward on a retained question (Sec. 2.2): +1 for a response whose final
     answer agrees with the pseudo-label (the agreement that counted it in the label's class),
-    else -1 (a failure, recorded for diagnosis)."""
-    return [1.0 if agrees(extract_answer(x), pseudo_label) else -1.0 for x in responses]
+    else -1 (a failure, recorded for diagnosis, where its answer was checked). Each response's
+    check spends its own limits, never another's."""
+    found = [verdict(extract_answer(x), pseudo_label, limits=RESPONSE) for x in responses]
+    return [SolverScore(1.0 if v else -1.0, v is not None) for v in found]
+
+
+@validated
+def solver_rewards(responses: Sequence[str], pseudo_label: str | None) -> list[float]:
+    """:func:`solver_scores`' rewards alone."""
+    return [s.score for s in solver_scores(responses, pseudo_label)]

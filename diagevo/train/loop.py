@@ -36,7 +36,7 @@ from diagevo.catalog.failure import Failure
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.filtering import anchor_count, confident
 from diagevo.curriculum.prompts import parse_question
-from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
+from diagevo.curriculum.reward import challenger_output_rewards, solver_scores
 from diagevo.diagnosis.pipeline import DiagnosisSummary, diagnose
 from diagevo.errors import BadServer, DiagnosesFailed, EndpointUnreachable, RetryLater, resume_call
 from diagevo.files.confined import checkpoint_name, no_links_below, owned_dir, remove_owned
@@ -447,9 +447,13 @@ class Trainer:
             truths = [self.backend.truth(q) for q in trained]
             targets = [k.answer if k is not None else lab for k, lab in zip(truths, targets, strict=True)]
 
+        unchecked: set[tuple[int, str]] = set()  # responses whose check passed their own limits: no failure known
+
         def reward(i: int, responses: Sequence[str]) -> list[float]:
             # the same agreement that put responses in the label's class (p1): +1 exactly for those
-            return solver_rewards(responses, targets[i])
+            scores = solver_scores(responses, targets[i])
+            unchecked.update((i, resp) for resp, s in zip(responses, scores, strict=True) if not s.checked)
+            return [s.score for s in scores]
 
         out = self.backend.train_solver(
             trained,
@@ -461,11 +465,13 @@ class Trainer:
         # every failed optimization response, in whichever step its question was drawn (Appendix E)
         cap = self.cfg.diagnosis.max_failures_per_question
         failures: list[Failure] = []
-        capped = blank = 0
+        capped = blank = skipped = 0
         kept = len(retained)  # the anchors' responses are no evidence: neither failures nor label audit
         responses_of, rewards_of = out.responses[:kept], out.rewards[:kept]
-        for qid, responses, rewards in zip(retained, responses_of, rewards_of, strict=True):
+        for i, (qid, responses, rewards) in enumerate(zip(retained, responses_of, rewards_of, strict=True)):
             failed = [(j, resp) for j, (resp, rew) in enumerate(zip(responses, rewards, strict=True)) if rew < 0]
+            skipped += sum(1 for _, resp in failed if (i, resp) in unchecked)
+            failed = [(j, resp) for j, resp in failed if (i, resp) not in unchecked]
             # an empty completion (the end token first) leaves the diagnostician nothing to read
             blank += sum(1 for _, resp in failed if not resp.strip())
             failed = [(j, resp) for j, resp in failed if resp.strip()]
@@ -487,6 +493,7 @@ class Trainer:
             "failures": len(failures),
             **({"failures_capped": capped} if cap is not None else {}),
             **({"failures_blank": blank} if blank else {}),
+            **({"failures_unchecked": skipped} if skipped else {}),
         }
 
     def _anchors(self, r: _LoopState, retained: int) -> list[str]:

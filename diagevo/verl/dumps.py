@@ -38,7 +38,7 @@ from typing import Any
 from diagevo.catalog import FailureRecorded, QuestionGenerated, failure_id
 from diagevo.catalog.failure import Failure
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
-from diagevo.curriculum.reward import solver_rewards
+from diagevo.curriculum.reward import solver_scores
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import EventReader
 from diagevo.rounds import LoggedQuestion, logged_questions, round_state, run_config
@@ -217,13 +217,13 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
             where = f"{path} line {n}"
             tie.check_tag(line, where)
             q = questions[_question_of(line, finder, questions, where)]
-            [reward] = solver_rewards([line.output], q.pseudo_label)
-            if (reward > 0) != (line.score > 0):
+            [scored] = solver_scores([line.output], q.pseudo_label)
+            if (scored.score > 0) != (line.score > 0):
                 raise BadInput(
-                    f"{where}: score {line.score:g}, but the solver's reward against the pseudo-label is {reward:g}: "
-                    "a dump scored by another reward function than diagevo.verl.compute_score"
+                    f"{where}: score {line.score:g}, but the solver's reward against the pseudo-label is "
+                    f"{scored.score:g}: a dump scored by another reward function than diagevo.verl.compute_score"
                 )
-            if reward > 0 or not line.output.strip():
+            if scored.score > 0 or not scored.checked or not line.output.strip():  # unchecked: no failure known
                 continue
             k = seen[q.question_id]
             seen[q.question_id] += 1

@@ -22,7 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from diagevo.curriculum.prompts import solver_messages
-from diagevo.curriculum.reward import challenger_output_rewards, solver_rewards
+from diagevo.curriculum.reward import challenger_output_rewards, solver_scores
 from diagevo.errors import BadInput
 from diagevo.generation import Sampling
 from diagevo.generation.endpoint import EndpointEngine
@@ -54,7 +54,9 @@ def compute_score(
     answer agrees with the round's pseudo-label (``ground_truth``: diagevo's answer check, the one
     that counted the construction responses in the label's class), else ``-1``, a failure that
     diagnosis reads back. Returns ``score``, ``acc`` (1 or 0: verl's validation reports it as the
-    accuracy against the pseudo-labels), the ``question_id`` of ``extra_info`` and its ``export``
+    accuracy against the pseudo-labels), ``checked`` (1, or 0 where the answer's check passed the
+    response's own limits: scored -1 and no failure for diagnosis, whatever the batch's other
+    responses cost), the ``question_id`` of ``extra_info`` and its ``export``
     tag (empty where it has none): verl's legacy trainer dumps these keys with each rollout, which
     ties the dump's lines to the export they were trained on (``diagevo diagnose --from-verl``)."""
     if data_source != SOLVER_SOURCE:  # a row of another file: every rollout would score -1, silently
@@ -71,12 +73,13 @@ def compute_score(
         )
     _text("solution_str", solution_str)
     _text("ground_truth", ground_truth, optional=True)
-    [score] = solver_rewards([solution_str], ground_truth)
+    [scored] = solver_scores([solution_str], ground_truth)
     info = _info("extra_info", extra_info)
     tag = info.get("export")
     return {
-        "score": score,
-        "acc": float(score > 0),
+        "score": scored.score,
+        "acc": float(scored.score > 0),
+        "checked": float(scored.checked),
         "question_id": _question_id(info),
         "export": tag if isinstance(tag, str) else "",
     }
