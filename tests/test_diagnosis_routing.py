@@ -15,7 +15,7 @@ import pytest
 from diagevo.catalog import CauseCreated, FailureAttributed, NodeCreated, NodesMerged
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.interface import Assignment, Consolidation, Dedup, Extraction, KnownCause, NodeView
-from diagevo.diagnosis.routing import Refusal, Routed
+from diagevo.diagnosis.routing import ReplyRefusal, Routed
 from diagevo.memory.fold import fold
 from diagevo.memory.state import Memory
 from tests.logs import stored, wire_event
@@ -55,14 +55,16 @@ def test_an_extraction_naming_a_supplied_cause_or_none_passes() -> None:
 
 
 def test_an_extraction_naming_an_unsupplied_cause_is_refused_even_if_it_exists() -> None:
-    assert routing.check_extraction(Extraction("C3", None), None, ("C1",)) == Refusal(
+    assert routing.check_extraction(Extraction("C3", None), None, ("C1",)) == ReplyRefusal(
         "extract", "matched_cause_id 'C3' was not supplied"
     )
 
 
 def test_no_extraction_is_refused_with_its_reason() -> None:
-    assert routing.check_extraction(None, "endpoint: timed out", ("C1",)) == Refusal("extract", "endpoint: timed out")
-    assert routing.check_extraction(None, None, ()) == Refusal("extract", "no decision")
+    assert routing.check_extraction(None, "endpoint: timed out", ("C1",)) == ReplyRefusal(
+        "extract", "endpoint: timed out"
+    )
+    assert routing.check_extraction(None, None, ()) == ReplyRefusal("extract", "no decision")
 
 
 def test_recurrence_on_an_active_cause_counts_one_failure() -> None:
@@ -80,7 +82,7 @@ def test_recurrence_on_a_mastered_cause_reactivates_it_first() -> None:
 
 
 def test_recurrence_on_an_unknown_cause_is_refused_by_the_memory() -> None:
-    assert routing.recurrence(MEM, "f1", "C9") == Refusal("route", "unknown cause 'C9'")
+    assert routing.recurrence(MEM, "f1", "C9") == ReplyRefusal("route", "unknown cause 'C9'")
 
 
 def test_known_causes_show_id_state_and_description() -> None:
@@ -121,13 +123,13 @@ def test_no_duplicate_goes_on_to_node_assignment() -> None:
 
 def test_a_duplicate_outside_the_candidates_is_refused() -> None:
     # C2 exists, but stage 2a did not pass it: Prompt 2 may only pick a screened cause
-    assert routing.after_dedup(MEM, "f1", SCREENED, Dedup(True, "C2"), None) == Refusal(
+    assert routing.after_dedup(MEM, "f1", SCREENED, Dedup(True, "C2"), None) == ReplyRefusal(
         "deduplicate", "matched_cause_id 'C2' was not among the candidates"
     )
 
 
 def test_no_dedup_reply_is_refused_with_its_reason() -> None:
-    assert routing.after_dedup(MEM, "f1", SCREENED, None, "invalid reply after a re-ask") == Refusal(
+    assert routing.after_dedup(MEM, "f1", SCREENED, None, "invalid reply after a re-ask") == ReplyRefusal(
         "deduplicate", "invalid reply after a re-ask"
     )
 
@@ -167,11 +169,11 @@ def test_an_assigned_node_on_the_shortlist_gets_the_cause() -> None:
 
 def test_a_node_off_the_shortlist_is_refused_even_if_it_exists() -> None:
     decision = routing.route_assignment(MEM, "f1", "a new cause", VIEWS, Assignment(False, None, "N1"), None)
-    assert decision == Refusal("assign_node", "assigned_node 'N1' was not on the shortlist")
+    assert decision == ReplyRefusal("assign_node", "assigned_node 'N1' was not on the shortlist")
 
 
 def test_no_assignment_is_refused() -> None:
-    assert routing.route_assignment(MEM, "f1", "x", VIEWS, None, None) == Refusal("assign_node", "no decision")
+    assert routing.route_assignment(MEM, "f1", "x", VIEWS, None, None) == ReplyRefusal("assign_node", "no decision")
 
 
 # --- stage 4a and Prompt 4 --------------------------------------------------------------------
@@ -225,10 +227,10 @@ def test_distinct_nodes_or_no_reply_change_nothing() -> None:
     assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(False, None), None) == Routed(
         outcome={"outcome": "distinct"}
     )
-    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, None, "no JSON") == Refusal(
+    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, None, "no JSON") == ReplyRefusal(
         "consolidate", "nodes N1 and N2: no JSON"
     )
-    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, None), None) == Refusal(
+    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, None), None) == ReplyRefusal(
         "consolidate", "nodes N1 and N2: merge is true but merged_label is null"
     )
 
@@ -239,15 +241,15 @@ def test_phrases_of_a_diagnostician_in_code_are_bounded_before_they_are_embedded
     that is not supplied is quoted cut."""
     huge = " ".join(["y" * 60_000] * 15)
     bound = f"is {len(huge):,} bytes long: a phrase is at most 4,096 (limits.phrase_bytes)"
-    assert routing.check_extraction(Extraction(None, huge), None, ()) == Refusal("extract", f"error_cause {bound}")
-    assert routing.route_assignment(MEM, "f1", "x", VIEWS, Assignment(True, huge, None), None) == Refusal(
+    assert routing.check_extraction(Extraction(None, huge), None, ()) == ReplyRefusal("extract", f"error_cause {bound}")
+    assert routing.route_assignment(MEM, "f1", "x", VIEWS, Assignment(True, huge, None), None) == ReplyRefusal(
         "assign_node", f"new_node_label {bound}"
     )
-    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, huge), None) == Refusal(
+    assert routing.after_consolidation(MEM, "N1", "N2", 0.9, Consolidation(True, huge), None) == ReplyRefusal(
         "consolidate", f"nodes N1 and N2: merged_label {bound}"
     )
     refused = routing.check_extraction(Extraction(huge, None), None, ("C1",))
-    assert isinstance(refused, Refusal) and len(refused.reason) < 200
+    assert isinstance(refused, ReplyRefusal) and len(refused.reason) < 200
 
 
 # --- the pipeline around the stages -----------------------------------------------------------

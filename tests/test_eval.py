@@ -17,7 +17,7 @@ import pytest
 from diagevo.catalog import CheckpointSelected, EvalRecorded
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.errors import BadInput
-from diagevo.eval.benchmarks import BenchmarkError, Question, kind_of, load_benchmark
+from diagevo.eval.benchmarks import BenchmarkError, BenchmarkQuestion, kind_of, load_benchmark
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade, read_choice, text_equal
 from diagevo.eval.runner import OutputsMismatch, evaluate
@@ -234,22 +234,22 @@ def test_a_choice_is_read_by_its_letter_or_its_exact_text(boxed_text: str, lette
 
 
 def test_unparsable_choice_replies_are_wrong_and_have_no_answer() -> None:
-    q = Question(0, "", "q", "B", "choice", OPTS)
+    q = BenchmarkQuestion(0, "", "q", "B", "choice", OPTS)
     assert grade(q, boxed("B")).correct and grade(q, boxed("B")).answer == "B"
     assert grade(q, "I think it is B.") == grade(q, boxed("E")) == grade(q, boxed("")) == grade(q, "")
     assert grade(q, "no box").answer is None and not grade(q, "no box").correct
 
 
 def test_math_is_graded_by_the_answer_checker_with_the_gold_first() -> None:
-    q = Question(0, "", "q", "\\frac{14}{3}", "math")
+    q = BenchmarkQuestion(0, "", "q", "\\frac{14}{3}", "math")
     assert grade(q, boxed("\\dfrac{14}{3}")).correct and grade(q, boxed("14/3")).correct
     assert not grade(q, boxed("4.6")).correct and grade(q, "no box").answer is None
-    interval = Question(0, "", "q", "\\left( 3, \\frac{\\pi}{2} \\right)", "math")
+    interval = BenchmarkQuestion(0, "", "q", "\\left( 3, \\frac{\\pi}{2} \\right)", "math")
     assert grade(interval, boxed("(3, \\pi/2)")).correct
 
 
 def test_the_last_box_is_the_answer() -> None:
-    q = Question(0, "", "q", "18", "math")
+    q = BenchmarkQuestion(0, "", "q", "18", "math")
     assert grade(q, "First \\boxed{16}, then correcting: \\boxed{18}").correct
     assert not grade(q, "First \\boxed{18}, then \\boxed{16}").correct
 

@@ -12,7 +12,7 @@ import pytest
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.train.sim.diagnostician import SimDiagnostician, first_divergence
 from diagevo.train.sim.families import catalogue
-from diagevo.train.sim.world import Question, Spec, build, render_response
+from diagevo.train.sim.world import SimQuestion, Spec, build, render_response
 
 FAMILIES = catalogue().families
 FAMILY_BY_NAME = catalogue().family_by_name
@@ -31,7 +31,7 @@ def _run(coro):  # noqa: ANN001, ANN202
     return asyncio.run(coro)
 
 
-def _item(q: Question, failing: str, reference: str, known: tuple[KnownCause, ...] = ()) -> ExtractionInput:
+def _item(q: SimQuestion, failing: str, reference: str, known: tuple[KnownCause, ...] = ()) -> ExtractionInput:
     return ExtractionInput(
         failure_id="f1",
         question_id="q1",
@@ -43,7 +43,7 @@ def _item(q: Question, failing: str, reference: str, known: tuple[KnownCause, ..
     )
 
 
-def _resp(q: Question, ok: tuple[bool, ...], value: Fraction | None = None) -> str:
+def _resp(q: SimQuestion, ok: tuple[bool, ...], value: Fraction | None = None) -> str:
     return render_response(q.paths[ok], q.values[ok] if value is None else value)
 
 

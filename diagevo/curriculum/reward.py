@@ -102,5 +102,5 @@ def solver_scores(responses: Sequence[str], pseudo_label: str | None) -> list[So
 
 @validated
 def solver_rewards(responses: Sequence[str], pseudo_label: str | None) -> list[float]:
-    """:func:`solver_scores`' rewards alone."""
+    """The rewards alone of ``solver_scores`` (whose answers past their limits are unchecked)."""
     return [s.score for s in solver_scores(responses, pseudo_label)]

@@ -34,7 +34,7 @@ PAIR_BLOCK = 512  # rows of the node-similarity matrix computed at a time (stage
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class ReplyRefusal:
     """A reply that decides nothing: recorded as ``diagnosis.failed`` at ``stage``."""
 
     stage: str  # extract | deduplicate | assign_node | route | consolidate
@@ -50,7 +50,7 @@ class Routed:
     outcome: dict[str, Any] = field(default_factory=dict)
 
 
-Decision = Routed | Refusal
+Decision = Routed | ReplyRefusal
 
 
 def known_causes(memory: Memory, ids: Sequence[str]) -> tuple[KnownCause, ...]:
@@ -61,15 +61,17 @@ def known_causes(memory: Memory, ids: Sequence[str]) -> tuple[KnownCause, ...]:
 # --- Prompt 1 ---------------------------------------------------------------------------------
 
 
-def check_extraction(value: Extraction | None, error: str | None, supplied: Collection[str]) -> Extraction | Refusal:
+def check_extraction(
+    value: Extraction | None, error: str | None, supplied: Collection[str]
+) -> Extraction | ReplyRefusal:
     """Prompt 1's reply, if it names only a cause that was supplied (the known causes of the
     failure's question); ``error`` says why there is no reply."""
     if value is None:
-        return Refusal("extract", error or "no decision")
+        return ReplyRefusal("extract", error or "no decision")
     if value.matched_cause_id is not None and value.matched_cause_id not in supplied:
-        return Refusal("extract", f"matched_cause_id {quoted(value.matched_cause_id)} was not supplied")
+        return ReplyRefusal("extract", f"matched_cause_id {quoted(value.matched_cause_id)} was not supplied")
     too_long = phrase_problem("error_cause", value.error_cause) if value.error_cause is not None else None
-    return value if too_long is None else Refusal("extract", too_long)
+    return value if too_long is None else ReplyRefusal("extract", too_long)
 
 
 def _decided(outcome: dict[str, Any], decide: Callable[..., list[Change]], *args: Any, **kwargs: Any) -> Decision:
@@ -78,7 +80,7 @@ def _decided(outcome: dict[str, Any], decide: Callable[..., list[Change]], *args
     try:
         changes = decide(*args, **kwargs)
     except DecisionError as exc:
-        return Refusal("route", str(exc))
+        return ReplyRefusal("route", str(exc))
     return Routed(tuple(changes), outcome)
 
 
@@ -97,12 +99,14 @@ def after_dedup(
     """Prompt 2's reply: a confirmed duplicate of a screened cause is attributed to it, with its
     similarity; None when it is no duplicate (the new cause goes on to stage 3a)."""
     if value is None:
-        return Refusal("deduplicate", error or "no decision")
+        return ReplyRefusal("deduplicate", error or "no decision")
     if not value.duplicate:
         return None
     sim_of = dict(screened)
     if value.matched_cause_id not in sim_of:
-        return Refusal("deduplicate", f"matched_cause_id {quoted(value.matched_cause_id)} was not among the candidates")
+        return ReplyRefusal(
+            "deduplicate", f"matched_cause_id {quoted(value.matched_cause_id)} was not among the candidates"
+        )
     cause_id = value.matched_cause_id
     sim = round(sim_of[cause_id], 6)
     outcome = {"outcome": "duplicate", "cause": cause_id, "similarity": sim}
@@ -132,17 +136,17 @@ def route_assignment(
     """Stage 3.5, in code: Prompt 3's choice creates the new cause (Active, 1) under a new node
     or under a node of the shortlist it was shown."""
     if value is None:
-        return Refusal("assign_node", error or "no decision")
+        return ReplyRefusal("assign_node", error or "no decision")
     too_long = phrase_problem("new_node_label", value.new_node_label) if value.new_node_label is not None else None
     if too_long is not None:
-        return Refusal("assign_node", too_long)
+        return ReplyRefusal("assign_node", too_long)
     if value.new_node_label is not None:
         label = value.new_node_label
         return _decided(
             {"outcome": "new_node"}, decide_new_cause, memory, failure_id, description, new_node_label=label
         )
     if value.assigned_node not in {v.id for v in views}:
-        return Refusal("assign_node", f"assigned_node {quoted(value.assigned_node)} was not on the shortlist")
+        return ReplyRefusal("assign_node", f"assigned_node {quoted(value.assigned_node)} was not on the shortlist")
     node = value.assigned_node
     return _decided({"outcome": "existing_node"}, decide_new_cause, memory, failure_id, description, node_id=node)
 
@@ -183,13 +187,13 @@ def after_consolidation(
     """Prompt 4's reply on the pair (a, b), ``a`` the older node: a merge keeps ``a``, relabelled,
     and re-parents ``b``'s causes under it; a refusal changes nothing."""
     if value is None:
-        return Refusal("consolidate", f"nodes {a} and {b}: {error or 'no decision'}")
+        return ReplyRefusal("consolidate", f"nodes {a} and {b}: {error or 'no decision'}")
     if not value.merge:
         return Routed(outcome={"outcome": "distinct"})
     if value.merged_label is None:  # the parser refuses this; a diagnostician in code could send it
-        return Refusal("consolidate", f"nodes {a} and {b}: merge is true but merged_label is null")
+        return ReplyRefusal("consolidate", f"nodes {a} and {b}: merge is true but merged_label is null")
     too_long = phrase_problem("merged_label", value.merged_label)
     if too_long is not None:
-        return Refusal("consolidate", f"nodes {a} and {b}: {too_long}")
+        return ReplyRefusal("consolidate", f"nodes {a} and {b}: {too_long}")
     changes = decide_merge(memory, a, b, value.merged_label, similarity=similarity)
     return Routed(tuple(changes), {"outcome": "merged"})

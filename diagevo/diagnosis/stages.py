@@ -33,7 +33,7 @@ from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis import routing
 from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
-from diagevo.diagnosis.routing import Decision, Refusal, Routed
+from diagevo.diagnosis.routing import Decision, ReplyRefusal, Routed
 from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.fold import InvariantError, evolve
@@ -265,7 +265,7 @@ class DiagnosisPass:
             event, run=self.run, at_round=self.t, event_id=digest_event_id(self.run, self.t, *self.key(*parts))
         )
 
-    def refused(self, fid: str | None, refusal: Refusal, reply: Reply[Any] | None, *key: object) -> EventIn:
+    def refused(self, fid: str | None, refusal: ReplyRefusal, reply: Reply[Any] | None, *key: object) -> EventIn:
         """``diagnosis.failed`` for a refusal; its id is ``key`` (by default ``(fid, stage)``).
         A failure's counts as a failed diagnosis (with its reason); a node pair's apart."""
         if fid is None:
@@ -336,7 +336,7 @@ class DiagnosisPass:
             value = routing.check_extraction(
                 reply.value if reply else None, crash or (reply.error if reply else None), f.known_causes
             )
-            if isinstance(value, Refusal):
+            if isinstance(value, ReplyRefusal):
                 events.append(self.refused(fid, value, reply))
             else:
                 assert reply is not None  # a reply was checked
@@ -408,9 +408,9 @@ class DiagnosisPass:
             self.summary.outcomes.append({"failure_id": fid, "outcome": "non_skill"})
             return
         outcome: dict[str, Json] = {"failure_id": fid}
-        if isinstance(decision, Refusal) and decision.reason.startswith("endpoint:"):
+        if isinstance(decision, ReplyRefusal) and decision.reason.startswith("endpoint:"):
             self.halted = True
-        if isinstance(decision, Refusal):
+        if isinstance(decision, ReplyRefusal):
             # a decision the memory refuses ("route") is the code's, not the diagnostician's reply
             events.append(self.refused(fid, decision, None if decision.stage == "route" else reply))
         else:
@@ -422,7 +422,7 @@ class DiagnosisPass:
             self.commit(events, vec, deciding=deciding)
         except InvariantError as exc:  # the decision does not fit the memory: record, go on
             events = [e for e in events if e.type == LLMCalled.name]
-            events.append(self.refused(fid, Refusal("route", str(exc)), None))
+            events.append(self.refused(fid, ReplyRefusal("route", str(exc)), None))
             self.commit(events, deciding=deciding)
             outcome = {"failure_id": fid}
         self._count(events, outcome)
@@ -502,7 +502,7 @@ class DiagnosisPass:
         events = self.calls((*key, "consolidate"), reply, nodes=[a, b])
         decision = routing.after_consolidation(self.mem, a, b, sim, reply.value, reply.error)
         merged = isinstance(decision, Routed) and bool(decision.changes)
-        if isinstance(decision, Refusal):
+        if isinstance(decision, ReplyRefusal):
             events.append(self.refused(None, decision, reply, *key))
         else:
             for i, change in enumerate(decision.changes):

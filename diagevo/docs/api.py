@@ -83,7 +83,7 @@ WIDEST = 88
 
 
 @dataclass(frozen=True)
-class Entry:
+class ReferenceEntry:
     """A name the reference shows: where it is defined, its heading, and for a class the members
     a caller uses (None: every public member it defines)."""
 
@@ -96,13 +96,13 @@ class Entry:
         return getattr(import_module(self.module), self.name)
 
 
-def parts() -> list[tuple[list[str], list[Entry]]]:
+def parts() -> list[tuple[list[str], list[ReferenceEntry]]]:
     """The reference in order, each part the lines above its names and an entry per name: the
     exported names, the types documented beside them (the results), then each public module's
     ``__all__`` under its docstring. Each name, and each module, must have a docstring."""
 
-    def entry(module: str, name: str, heading: str) -> Entry:
-        found = Entry(module, name, heading, PUBLIC_MEMBERS.get(name))
+    def entry(module: str, name: str, heading: str) -> ReferenceEntry:
+        found = ReferenceEntry(module, name, heading, PUBLIC_MEMBERS.get(name))
         if not (found.value().__doc__ or "").strip():
             raise Undocumented(f"{heading} ({module}) has no docstring: the Python API page would be empty there")
         return found
@@ -121,7 +121,7 @@ def parts() -> list[tuple[list[str], list[Entry]]]:
     return out
 
 
-def _section(render: Callable[[Entry], list[str]]) -> str:
+def _section(render: Callable[[ReferenceEntry], list[str]]) -> str:
     """The section's :func:`parts`, whatever renders each name."""
     out: list[str] = []
     for above, names in parts():
@@ -136,7 +136,7 @@ def mkdocstrings_blocks() -> str:
     return _section(_block)
 
 
-def _block(entry: Entry) -> list[str]:
+def _block(entry: ReferenceEntry) -> list[str]:
     block = [f"::: {entry.module}.{entry.name}", "    options:", f'      heading: "{entry.heading}"']
     if entry.members is not None:  # the members a caller uses, not those diagevo's own modules call
         block.append(f"      members: {json.dumps(list(entry.members))}")
@@ -149,7 +149,7 @@ def python_api() -> str:
     return _section(_described)
 
 
-def _described(entry: Entry) -> list[str]:
+def _described(entry: ReferenceEntry) -> list[str]:
     obj = entry.value()
     out = [f"### {entry.heading}", "", *_code(_signature(obj, entry.name, is_class=inspect.isclass(obj))), ""]
     out += [docstring(obj.__doc__), ""]

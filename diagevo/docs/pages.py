@@ -58,7 +58,7 @@ class _Listed:
 
 
 @dataclass(frozen=True)
-class Page(_Listed):
+class DocPage(_Listed):
     """One page: its ``name`` (``how-to/audit``), its ``title`` (its first heading) and its file."""
 
     name: str
@@ -84,7 +84,7 @@ class Pages(_Listed):
     folder: Path
     checkout: bool
     site: Path | None
-    pages: tuple[Page, ...]
+    pages: tuple[DocPage, ...]
     files: tuple[File, ...] = ()
 
 
@@ -140,7 +140,7 @@ def pages() -> Pages:
     """Every page below ``docs/``, the top ones first."""
     top = root()
     folder = top / "docs"
-    found: list[Page] = []
+    found: list[DocPage] = []
     for here, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
         for file in files:
@@ -148,7 +148,7 @@ def pages() -> Pages:
             path = below(folder, relative) if file.endswith(".md") else None
             if path is not None:
                 name = relative.removesuffix(".md")
-                found.append(Page(name, _title(path.read_text(encoding="utf-8"), top) or name, path))
+                found.append(DocPage(name, _title(path.read_text(encoding="utf-8"), top) or name, path))
     site = top / "site" / "index.html"
     checkout = top != PACKAGED
     return Pages(
@@ -187,7 +187,7 @@ def _refusal(name: str) -> str | None:
     return None
 
 
-def find(name: str, listing: Pages | None = None) -> Page:
+def find(name: str, listing: Pages | None = None) -> DocPage:
     """The page ``name`` names: its name as listed, with or without ``.md`` (and ``docs/``), or
     the last part of one name alone (``audit``)."""
     refusal = _refusal(name)
@@ -241,7 +241,7 @@ def fill(markdown: str, generators: Mapping[str, Callable[[], str]], where: str)
     return MARKER.sub(generate, markdown)
 
 
-def text(page: Page, generators: Mapping[str, Callable[[], str]]) -> str:
+def text(page: DocPage, generators: Mapping[str, Callable[[], str]]) -> str:
     """The page's Markdown as the site shows it: the files it includes in place, its generated
     sections filled by ``generators``."""
     return fill(included(page.path.read_text(encoding="utf-8"), root(), page.name), generators, page.name)

@@ -1,5 +1,5 @@
 """Benchmark files of Table 1 in their public formats (JSONL, JSON, Parquet, GPQA's CSV), read
-into :class:`Question` lists: each kind's columns are in ``benchmarks.toml``, and any column can be
+into :class:`BenchmarkQuestion` lists: each kind's columns are in ``benchmarks.toml``, and any column can be
 remapped (``--field NAME.ROLE=COLUMN``). Grading
 follows the kind: ``math`` through the answer checker, ``choice`` by the option letter, ``text``
 (BBEH) by normalised exact match.
@@ -27,7 +27,7 @@ _MATH_DELIMITER = re.compile(r"(?<!\\)\$")
 
 
 @dataclass(frozen=True, slots=True)
-class Question:
+class BenchmarkQuestion:
     """One benchmark question, ready to prompt and grade."""
 
     index: int  # position in the file: the key of resumable outputs
@@ -40,14 +40,14 @@ class Question:
 
 
 @dataclass(frozen=True)
-class Kind:
+class BenchmarkFormat:
     """How one benchmark's public format reads: ``roles`` maps a role to candidate columns, tried
     in order; ``mean_at_k`` marks the benchmarks reported as mean@k (AMC, AIME)."""
 
     name: str
     title: str
     roles: Mapping[str, tuple[str, ...]]
-    read: Callable[[Row], Question]
+    read: Callable[[BenchmarkRow], BenchmarkQuestion]
     mean_at_k: bool = False
     extra: tuple[str, ...] = ()
 
@@ -57,10 +57,10 @@ class Benchmark:
     """A loaded benchmark file."""
 
     name: str
-    kind: Kind
+    kind: BenchmarkFormat
     path: Path
     sha256: str
-    questions: tuple[Question, ...]
+    questions: tuple[BenchmarkQuestion, ...]
 
 
 class BenchmarkError(BadInput):
@@ -77,11 +77,11 @@ class _Missing(Exception):
 
 
 @dataclass(frozen=True)
-class Row:
+class BenchmarkRow:
     """The ``index``-th row of a file of ``kind``, read through the columns the user mapped
     (``fields``: role -> column)."""
 
-    kind: Kind
+    kind: BenchmarkFormat
     values: Mapping[str, Any]
     fields: Mapping[str, str]
     index: int
@@ -98,11 +98,13 @@ class Row:
             raise _Missing(role, tried)
         return None
 
-    def question(self, text: str, gold: str, grader: Grader, options: tuple[str, ...] = ()) -> Question:
+    def question(self, text: str, gold: str, grader: Grader, options: tuple[str, ...] = ()) -> BenchmarkQuestion:
         """The row's question, with the file's own id and the kind's columns kept for inspection."""
         source_id = self.get("id", required=False)
         extra = {k: self.values[k] for k in self.kind.extra if self.values.get(k) not in (None, "")}
-        return Question(self.index, "" if source_id is None else _text(source_id), text, gold, grader, options, extra)
+        return BenchmarkQuestion(
+            self.index, "" if source_id is None else _text(source_id), text, gold, grader, options, extra
+        )
 
 
 def _text(value: Any) -> str:
@@ -111,7 +113,7 @@ def _text(value: Any) -> str:
     return str(value).strip()
 
 
-def _math(row: Row) -> Question:
+def _math(row: BenchmarkRow) -> BenchmarkQuestion:
     text = _text(row.get("question"))
     context = row.get("context", required=False)
     if context:  # OlympiadBench: shared context of a multi-part problem
@@ -158,7 +160,7 @@ def choice_prompt(question: str, options: Sequence[str]) -> str:
     return f"{question}\n\n{lines}"
 
 
-def _choice(row: Row) -> Question:
+def _choice(row: BenchmarkRow) -> BenchmarkQuestion:
     question = _text(row.get("question"))
     options = row.get("options", required=False)
     if options is None and row.kind.name == "gpqa_diamond":
@@ -175,7 +177,7 @@ def _choice(row: Row) -> Question:
     return row.question(choice_prompt(question, opts), gold, "choice", opts)
 
 
-def _gpqa(row: Row, question: str) -> Question:
+def _gpqa(row: BenchmarkRow, question: str) -> BenchmarkQuestion:
     """GPQA's release: a correct answer and three incorrect ones, shuffled with a seed derived
     from the question, so every run sees the same order."""
     correct = _text(row.get("correct"))
@@ -184,16 +186,16 @@ def _gpqa(row: Row, question: str) -> Question:
     return row.question(choice_prompt(question, opts), LETTERS[opts.index(correct)], "choice", tuple(opts))
 
 
-def _mixed(row: Row) -> Question:
+def _mixed(row: BenchmarkRow) -> BenchmarkQuestion:
     """A validation file mixing math questions and multiple-choice ones (MATH + MMLU)."""
     return _choice(row) if row.get("options", required=False) is not None else _math(row)
 
 
-def _text_answer(row: Row) -> Question:
+def _text_answer(row: BenchmarkRow) -> BenchmarkQuestion:
     return row.question(_text(row.get("question")), _text(row.get("answer")), "text")
 
 
-READERS: dict[str, Callable[[Row], Question]] = {
+READERS: dict[str, Callable[[BenchmarkRow], BenchmarkQuestion]] = {
     "math": _math,
     "choice": _choice,
     "text": _text_answer,
@@ -202,14 +204,14 @@ READERS: dict[str, Callable[[Row], Question]] = {
 """How a row becomes a question, by the name ``benchmarks.toml`` gives it."""
 
 
-def _kinds(formats: Mapping[str, Any]) -> dict[str, Kind]:
+def _kinds(formats: Mapping[str, Any]) -> dict[str, BenchmarkFormat]:
     """Each kind of ``benchmarks.toml``, its columns those of its shared table with its own over them."""
     kinds = {}
     for name, k in formats["kinds"].items():
         roles = {
             role: tuple(columns) for role, columns in {**formats["columns"][k["columns"]], **k.get("roles", {})}.items()
         }
-        kinds[name] = Kind(
+        kinds[name] = BenchmarkFormat(
             name, k["title"], roles, READERS[k["read"]], k.get("mean_at_k", False), tuple(k.get("extra", ()))
         )
     return kinds
@@ -221,7 +223,7 @@ KINDS = _kinds(_FORMATS)
 _ALIASES: dict[str, str] = _FORMATS["aliases"]
 
 
-def kind_of(name: str) -> Kind:
+def kind_of(name: str) -> BenchmarkFormat:
     """The kind a benchmark name refers to: ``KIND``, a name that begins with one (``aime2024``),
     or ``LABEL:KIND``."""
     label, _, explicit = name.partition(":")
@@ -310,7 +312,7 @@ def load_benchmark(
     if not path.is_file():
         raise BenchmarkError(f"no such file: {path}" if not path.exists() else f"{path} is not a file")
     label = name.partition(":")[0]
-    questions: list[Question] = []
+    questions: list[BenchmarkQuestion] = []
     for i, (n, row) in enumerate(_rows(path)):
         if limit is not None and i >= limit:
             break
@@ -318,7 +320,7 @@ def load_benchmark(
         if not isinstance(row, dict):
             raise BenchmarkError(f"{where}: not a JSON object")
         try:
-            questions.append(kind.read(Row(kind, row, fields, i)))
+            questions.append(kind.read(BenchmarkRow(kind, row, fields, i)))
         except _Missing as exc:
             raise BenchmarkError(
                 f"{where}: no {exc.role} (tried {', '.join(exc.tried) or 'nothing'}); map a column with",

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from diagevo.curriculum.answers import extract_answer
 from diagevo.curriculum.equivalence import agrees
-from diagevo.eval.benchmarks import LETTERS, Question
+from diagevo.eval.benchmarks import LETTERS, BenchmarkQuestion
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ def text_equal(answer: str, gold: str) -> bool:
     return na is not None and na == ng
 
 
-def grade(question: Question, response: str) -> Graded:
+def grade(question: BenchmarkQuestion, response: str) -> Graded:
     """Read the final answer of ``response`` and compare it with the question's gold."""
     boxed = extract_answer(response)
     if question.grader == "choice":

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from diagevo.curriculum.prompts import SOLVER_SYSTEM, solver_messages
 from diagevo.errors import Argument, BadInput
-from diagevo.eval.benchmarks import Benchmark, Question
+from diagevo.eval.benchmarks import Benchmark, BenchmarkQuestion
 from diagevo.eval.config import EvalConfig
 from diagevo.eval.grading import grade
 from diagevo.generation import Engine, Messages, Sampling
@@ -113,7 +113,7 @@ def _read_done(path: Path, settings: str) -> dict[int, dict[str, Any]]:
 
 
 def _graded(
-    q: Question, settings: str, greedy: str, samples: Sequence[str], k: int | None, prompt: str | None = None
+    q: BenchmarkQuestion, settings: str, greedy: str, samples: Sequence[str], k: int | None, prompt: str | None = None
 ) -> dict[str, Any]:
     """The outputs line of one question; ``prompt`` is the text the model saw, where the engine
     renders it in this process (a server applies its own template and does not say how)."""
@@ -172,7 +172,11 @@ def evaluate(
     render = getattr(engine, "render", None)
 
     def write(
-        fh: TextIO, batch: list[Question], prompts: Sequence[Messages], first: list[list[str]], many: list[list[str]]
+        fh: TextIO,
+        batch: list[BenchmarkQuestion],
+        prompts: Sequence[Messages],
+        first: list[list[str]],
+        many: list[list[str]],
     ) -> None:
         lines = []
         for q, messages, g_out, s_out in zip(batch, prompts, first, many, strict=True):

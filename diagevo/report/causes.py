@@ -72,7 +72,7 @@ class Cell:
 
 
 @dataclass(frozen=True, slots=True)
-class CauseRow:
+class CauseTableRow:
     id: str
     node: str
     node_label: str
@@ -83,12 +83,12 @@ class CauseRow:
 
 
 @dataclass(frozen=True, slots=True)
-class Causes:
+class CauseTable:
     rounds: list[int]
-    rows: list[CauseRow]
+    rows: list[CauseTableRow]
 
 
-def causes(data: RunData, command: Callable[..., str]) -> Causes:
+def causes(data: RunData, command: Callable[..., str]) -> CauseTable:
     """One row per cause: its node, its state and frequency at each committed round, the round's
     events as marks, and its story."""
     rounds = data.committed
@@ -102,7 +102,7 @@ def causes(data: RunData, command: Callable[..., str]) -> Causes:
         cells = [_cell(data.memories[t], cid, marks.get(t, Counter())) for t in rounds]
         node = last.causes[cid].node if last is not None and cid in last.causes else story.node
         rows.append(
-            CauseRow(
+            CauseTableRow(
                 id=cid,
                 node=node,
                 node_label=labels.get(node, ""),
@@ -112,7 +112,7 @@ def causes(data: RunData, command: Callable[..., str]) -> Causes:
                 audit=command("memory", "why", cid),
             )
         )
-    return Causes(rounds, rows)
+    return CauseTable(rounds, rows)
 
 
 def _cell(memory: Memory, cid: str, marks: Counter[str]) -> Cell:

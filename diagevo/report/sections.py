@@ -14,7 +14,7 @@ from typing import Any
 
 from diagevo.catalog import CauseReactivated
 from diagevo.report import figures
-from diagevo.report.causes import Causes, Tree, causes, tree
+from diagevo.report.causes import CauseTable, Tree, causes, tree
 from diagevo.report.data import PHASES, BenchmarkScore, PhaseTime, QuestionStats, RunData
 from diagevo.report.page import Chart, Table, cell, chart, table, text
 from diagevo.text.redaction import redact_config
@@ -76,25 +76,25 @@ class ChartTable:
 
 
 @dataclass(frozen=True, slots=True)
-class Config:
+class ConfigView:
     seed: int
     text: str  # the redacted config as indented JSON
 
 
 @dataclass(frozen=True, slots=True)
-class Audit:
+class AuditCommand:
     what: str
     command: str
 
 
 @dataclass(frozen=True, slots=True)
-class Section:
+class ReportSection:
     """A section of the page: its anchor, its heading, and what its partial lays out
     (``sections/<id>.html``; a section of charts alone, ``sections/charts.html``)."""
 
     id: str
     title: str
-    view: list[Card] | Accuracy | list[Chart] | ChartTable | Causes | Tree | Table | Config | list[Audit]
+    view: list[Card] | Accuracy | list[Chart] | ChartTable | CauseTable | Tree | Table | ConfigView | list[AuditCommand]
 
     @property
     def partial(self) -> str:
@@ -105,33 +105,33 @@ class Section:
 @dataclass(frozen=True, slots=True)
 class RunPage:
     header: Header
-    sections: list[Section]
+    sections: list[ReportSection]
 
 
 def run_page(data: RunData, db_url: str, command: Command) -> RunPage:
     """The run report's view data. ``command(*args)`` spells a diagevo command for this
     database and run."""
     rounds = data.rounds
-    sections = [Section("summary", "Summary", summary(data))]
+    sections = [ReportSection("summary", "Summary", summary(data))]
     if rounds:
         scores = accuracy(data)
         if scores.charts or scores.benchmarks or scores.selected or scores.families:  # a trainer may record none
-            sections.append(Section("accuracy", "Accuracy", scores))
-        sections.append(Section("memory", "Memory lifecycle and schedule", memory(rounds)))
+            sections.append(ReportSection("accuracy", "Accuracy", scores))
+        sections.append(ReportSection("memory", "Memory lifecycle and schedule", memory(rounds)))
     if data.steps:
-        sections.append(Section("steps", "GRPO steps", steps(data.steps)))
+        sections.append(ReportSection("steps", "GRPO steps", steps(data.steps)))
     if data.questions:
-        sections.append(Section("questions", "Generated questions", questions(data.questions)))
-    sections.append(Section("causes", "Error causes", causes(data, command)))
-    sections.append(Section("tree", "Skill-node tree", tree(data.memories)))
+        sections.append(ReportSection("questions", "Generated questions", questions(data.questions)))
+    sections.append(ReportSection("causes", "Error causes", causes(data, command)))
+    sections.append(ReportSection("tree", "Skill-node tree", tree(data.memories)))
     if rounds:
-        sections.append(Section("rounds", "Rounds", rounds_table(rounds)))
+        sections.append(ReportSection("rounds", "Rounds", rounds_table(rounds)))
     if data.timing:
-        sections.append(Section("timing", "Time per phase (Table 6)", timing(data.timing)))
+        sections.append(ReportSection("timing", "Time per phase (Table 6)", timing(data.timing)))
     # the config as stored in run.started, secrets redacted; non-ASCII written as JSON escapes
     config = json.dumps(redact_config(data.config), indent=2, sort_keys=True)
-    sections.append(Section("config", "Configuration", Config(data.seed, config)))
-    sections.append(Section("audit", "Audit further", audits(data, command)))
+    sections.append(ReportSection("config", "Configuration", ConfigView(data.seed, config)))
+    sections.append(ReportSection("audit", "Audit further", audits(data, command)))
     return RunPage(header(data, db_url), sections)
 
 
@@ -290,7 +290,7 @@ def timing(seconds: Sequence[PhaseTime]) -> ChartTable:
     return ChartTable(chart("timing", figures.timing(seconds, PHASES), "seconds per phase and round"), shares)
 
 
-def audits(data: RunData, command: Command) -> list[Audit]:
+def audits(data: RunData, command: Command) -> list[AuditCommand]:
     """The diagevo commands that check what the page shows, for this database and run."""
     t = data.committed[-1] if data.committed else 0
     # the cause with the most eventful story (promotions, reactivations, merges) as the example
@@ -307,4 +307,4 @@ def audits(data: RunData, command: Command) -> list[Audit]:
     ]
     if (data.config.get("train") or {}).get("backend") == "hf":
         rows.append(("benchmark the checkpoints", ("eval", "--bench", "math500=PATH", "--select", "VAL_FILE")))
-    return [Audit(what, command(*args)) for what, args in rows]
+    return [AuditCommand(what, command(*args)) for what, args in rows]

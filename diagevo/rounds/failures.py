@@ -22,7 +22,7 @@ from diagevo.catalog import (
 from diagevo.catalog.failure import Failure
 from diagevo.log import StoredEvent
 from diagevo.rounds.protocol import ProtocolError
-from diagevo.text.formats import Refusal
+from diagevo.text.formats import FieldRefusal
 from diagevo.views.withdrawn import Withdrawn
 
 FAILURE_FIELDS = ("failure_id", "question_id", "response", "reference")
@@ -43,7 +43,7 @@ def given_failure(f: Failure | Mapping[str, object]) -> Failure:
     try:
         return Failure.model_validate(f)
     except ValidationError as exc:
-        refusal = Refusal.of(exc, Failure)
+        refusal = FieldRefusal.of(exc, Failure)
         whose = "" if refusal.field == "failure_id" else f"failure {f.get('failure_id')!r}: "
         raise ProtocolError(f"{whose}{refusal}") from None
 

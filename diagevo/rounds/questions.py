@@ -18,7 +18,7 @@ from diagevo.curriculum.votes import votes
 from diagevo.memory.sampler import GenerationRequest
 from diagevo.results import Json
 from diagevo.rounds.protocol import ProtocolError
-from diagevo.text.formats import CandidateLine, Refusal
+from diagevo.text.formats import CandidateLine, FieldRefusal
 from diagevo.views.withdrawn import Withdrawn
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class Candidate:
         try:
             line = CandidateLine.model_validate(given)
         except ValidationError as exc:
-            raise ProtocolError(Refusal.of(exc, CandidateLine).in_python("Candidate")) from None
+            raise ProtocolError(FieldRefusal.of(exc, CandidateLine).in_python("Candidate")) from None
         for name in ("responses", "answers"):
             value = getattr(line, name)
             object.__setattr__(self, name, None if value is None else tuple(value))
@@ -91,7 +91,7 @@ class Candidate:
         try:
             return cls.from_line(CandidateLine.model_validate(obj))
         except ValidationError as exc:
-            raise ProtocolError(str(Refusal.of(exc, CandidateLine))) from None
+            raise ProtocolError(str(FieldRefusal.of(exc, CandidateLine))) from None
 
     @classmethod
     def from_line(cls, line: CandidateLine) -> Candidate:

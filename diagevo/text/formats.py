@@ -6,7 +6,7 @@ a one-line :class:`~diagevo.errors.BadInput` naming the line and the field.
 The same models check what a Python caller hands the round (a :class:`~diagevo.rounds.Candidate`,
 a failure for ``Round.record_failures``): one statement of each field, read two ways. A file's
 line is refused in pydantic's words (:func:`read_lines`); a Python caller gets a
-:class:`Refusal`, each field's ``description`` saying what it must be.
+:class:`FieldRefusal`, each field's ``description`` saying what it must be.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ ROLLOUT_KEYS = ("input", "output", "gts", "score", "step")
 
 
 @dataclass(frozen=True)
-class Refusal:
+class FieldRefusal:
     """The first problem of a Python caller's values, as data its caller words: the ``field``
     (None: the whole), what it must be (its ``description``, with the model's reason where it gives
     one, as for an id; None: no such field), the ``value`` given, whether an item of it is at fault."""
@@ -113,7 +113,7 @@ class Refusal:
     item: bool = False
 
     @classmethod
-    def of(cls, exc: ValidationError, model: type[BaseModel]) -> Refusal:
+    def of(cls, exc: ValidationError, model: type[BaseModel]) -> FieldRefusal:
         """The first error of ``exc``, raised validating ``model``."""
         err = exc.errors(include_url=False)[0]
         msg = str(err["msg"]).removeprefix("Value error, ")

@@ -29,7 +29,7 @@ _DATA = Path(__file__).with_name("world.json")
 
 
 @dataclass(frozen=True)
-class Cause:
+class WorldCause:
     """A named error: its rule key, the skill whose questions it shows on, its 10-20 word text."""
 
     key: str
@@ -43,11 +43,11 @@ class World:
 
     skills: dict[str, tuple[str, float]]
     labels: dict[str, str]
-    causes: dict[str, Cause]
-    no_answer: Cause
+    causes: dict[str, WorldCause]
+    no_answer: WorldCause
     no_answer_label: str
 
-    def label_of(self, cause: Cause) -> str:
+    def label_of(self, cause: WorldCause) -> str:
         return self.no_answer_label if cause is self.no_answer else self.labels[self.skills[cause.skill][0]]
 
 
@@ -57,8 +57,8 @@ def world(path: Path = _DATA) -> World:
     return World(
         skills={k: (v["family"], float(v["mix"])) for k, v in raw["skills"].items()},
         labels=dict(raw["families"]),
-        causes={k: Cause(k, v["skill"], v["text"]) for k, v in raw["causes"].items()},
-        no_answer=Cause("no_answer", "", raw["no_answer"]["text"]),
+        causes={k: WorldCause(k, v["skill"], v["text"]) for k, v in raw["causes"].items()},
+        no_answer=WorldCause("no_answer", "", raw["no_answer"]["text"]),
         no_answer_label=raw["no_answer"]["label"],
     )
 
@@ -161,7 +161,7 @@ def _integer(text: str) -> int | None:
         return None
 
 
-def name_failure(q: str, response: str, pseudo_label: str) -> Cause | None:
+def name_failure(q: str, response: str, pseudo_label: str) -> WorldCause | None:
     """The named error of a failed answer against the pseudo-label; None when the question is
     not one of this world's or the answer agrees (a slip the rules cannot name)."""
     w = world()

@@ -41,7 +41,7 @@ from diagevo.train.sim.challenger import Challenger, Choice
 from diagevo.train.sim.diagnostician import SimDiagnostician
 from diagevo.train.sim.families import families, variants_of
 from diagevo.train.sim.solver import Outcome, Solver, group_advantages, sigmoid
-from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Question, Registry, Spec, render_response
+from diagevo.train.sim.world import MAX_DIFFICULTY, MAX_DISTRACT, MAX_PAD, Registry, SimQuestion, Spec, render_response
 
 if TYPE_CHECKING:  # a type only: the composed config imports this package's config, never the reverse
     from diagevo.train.config import Config
@@ -105,7 +105,7 @@ class SimBackend:
 
     def _propose(
         self, requests: Sequence[GenerationRequest], rng: random.Random
-    ) -> tuple[list[Question], list[Choice]]:
+    ) -> tuple[list[SimQuestion], list[Choice]]:
         qs, choices = [], []
         for req in requests:
             spec, choice = self.challenger.propose(req, rng)
@@ -168,7 +168,7 @@ class SimBackend:
 
     # ------------------------------------------------------------------ solver
 
-    def _respond(self, text: str, n: int, rng: random.Random) -> tuple[Question | None, list[Outcome], list[str]]:
+    def _respond(self, text: str, n: int, rng: random.Random) -> tuple[SimQuestion | None, list[Outcome], list[str]]:
         """``n`` responses to ``text``: the solver's, with their outcomes, to a question the world
         wrote; to any other text a few hash-derived guesses, no known truth."""
         q = self.registry.lookup(text)
@@ -229,7 +229,7 @@ class SimBackend:
 
     # ------------------------------------------------------------------ evaluation
 
-    def _benchmark_like(self, rng: random.Random) -> list[Question]:
+    def _benchmark_like(self, rng: random.Random) -> list[SimQuestion]:
         """Benchmark-like questions: unpadded, every variant of a family and every difficulty
         equally often (``heldout_per_family`` a family)."""
         per = self.config.sim.heldout_per_family
@@ -248,7 +248,7 @@ class SimBackend:
         ]
 
     @cached_property
-    def _eval_sets(self) -> tuple[list[Question], list[Question], list[Question]]:
+    def _eval_sets(self) -> tuple[list[SimQuestion], list[SimQuestion], list[SimQuestion]]:
         """Held-out, validation and shared pseudo-label questions, fixed by the world seed."""
         rng = random.Random(f"sim-eval:{self.params.world_seed}")
         heldout = self._benchmark_like(rng)
@@ -287,7 +287,7 @@ class SimBackend:
         heldout, validation, shared = self._eval_sets
         k = self.params.eval_samples
 
-        def accuracy(q: Question) -> float:
+        def accuracy(q: SimQuestion) -> float:
             return sum(o.value == q.answer for o in self.solver.outcomes(q, k, rng)) / k
 
         per_family: dict[str, list[float]] = defaultdict(list)
@@ -338,7 +338,7 @@ def read_state(checkpoint: Path) -> dict:
     return data
 
 
-def label_is_right(solver: Solver, q: Question, rng: random.Random) -> bool:
+def label_is_right(solver: Solver, q: SimQuestion, rng: random.Random) -> bool:
     """Whether the majority of ``SHARED_LABEL_VOTES`` responses of ``solver`` (the pseudo-label of
     Figure 3c) is the true answer."""
     votes = Counter(o.value for o in solver.outcomes(q, SHARED_LABEL_VOTES, rng))

@@ -45,7 +45,7 @@ from diagevo.schemas import new_event
 from diagevo.train.sim.backend import SimBackend, label_is_right, read_state
 from diagevo.train.sim.measures import bigram_diversity, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
-from diagevo.train.sim.world import Question
+from diagevo.train.sim.world import SimQuestion
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.memory import committed_rounds, load_memory
 
@@ -154,14 +154,16 @@ def _mean_repetition(texts: Sequence[str], config: MethodConfig) -> float:
     return sum(pen) / len(pen)
 
 
-def shared_questions(backend: SimBackend, checkpoint: Path, seed: int, t: int) -> list[Question]:
+def shared_questions(backend: SimBackend, checkpoint: Path, seed: int, t: int) -> list[SimQuestion]:
     """The 200 questions the reference challenger writes after round ``t`` (free exploration)."""
     backend.challenger.load_state(read_state(checkpoint)["challenger"])
     rng = random.Random(f"sim-shared:{seed}:{t}")
     return [backend.registry.question(backend.challenger.propose(FREE, rng)[0]) for _ in range(SHARED_QUESTIONS)]
 
 
-def label_accuracy(backend: SimBackend, checkpoint: Path, questions: Sequence[Question], rng: random.Random) -> float:
+def label_accuracy(
+    backend: SimBackend, checkpoint: Path, questions: Sequence[SimQuestion], rng: random.Random
+) -> float:
     """Share of majority-of-12 pseudo-labels of the solver at ``checkpoint`` equal to the truth."""
     backend.solver.load_state(read_state(checkpoint)["solver"])
     ok = sum(label_is_right(backend.solver, q, rng) for q in questions)

@@ -30,7 +30,7 @@ import numpy as np
 
 from diagevo.train.sim.config import SimConfig
 from diagevo.train.sim.families import Family, variants_of
-from diagevo.train.sim.world import WRONG_VALUES, Question
+from diagevo.train.sim.world import WRONG_VALUES, SimQuestion
 
 _OFFSETS = (-3, -2, -1, 1, 2, 3, 4, 5, 6, 9)
 REF_WORDS = 46  # length of an unpadded round-1 question (Figure 4a), the slip rate without (a)
@@ -92,16 +92,16 @@ class Solver:
 
     # ------------------------------------------------------------------ probabilities
 
-    def _key(self, q: Question, j: int) -> tuple[int, int, int]:
+    def _key(self, q: SimQuestion, j: int) -> tuple[int, int, int]:
         part = q.parts[j]
         return (self.index[part.skill], part.template, q.spec.difficulty)
 
-    def p_skill(self, q: Question, j: int) -> float:
+    def p_skill(self, q: SimQuestion, j: int) -> float:
         key = self._key(q, j)
         z = self.theta[key[0]] + self.ctx.get(key, 0.0) - self.params.difficulty_slope * q.spec.difficulty
         return sigmoid(z)
 
-    def p_attention(self, q: Question) -> float:
+    def p_attention(self, q: SimQuestion) -> float:
         p = self.params
         if self.sim.cheap_difficulty:
             load = p.attention_per_100_words * q.words / 100 + p.attention_per_distractor * q.spec.distract
@@ -109,7 +109,7 @@ class Solver:
             load = p.attention_per_100_words * REF_WORDS / 100
         return sigmoid(p.attention_bias + load - self.care)
 
-    def p_shared(self, q: Question) -> float:
+    def p_shared(self, q: SimQuestion) -> float:
         if not self.sim.label_noise:
             return 0.0
         p = self.params
@@ -119,7 +119,7 @@ class Solver:
 
     # ------------------------------------------------------------------ acting
 
-    def outcomes(self, q: Question, n: int, rng: random.Random) -> list[Outcome]:
+    def outcomes(self, q: SimQuestion, n: int, rng: random.Random) -> list[Outcome]:
         ps = [self.p_skill(q, j) for j in range(len(q.parts))]
         p_att, p_sh, base = self.p_attention(q), self.p_shared(q), self.params.slip_base
         out = []
@@ -153,7 +153,7 @@ class Solver:
     def new_grad(self) -> _Grad:
         return _Grad(np.zeros_like(self.theta), {})
 
-    def accumulate(self, g: _Grad, q: Question, outs: Sequence[Outcome], advantages: Sequence[float]) -> None:
+    def accumulate(self, g: _Grad, q: SimQuestion, outs: Sequence[Outcome], advantages: Sequence[float]) -> None:
         ps = [self.p_skill(q, j) for j in range(len(q.parts))]
         keys = [self._key(q, j) for j in range(len(q.parts))]
         p_att = self.p_attention(q)

@@ -45,7 +45,7 @@ class Spec:
 
 
 @dataclass(frozen=True, slots=True)
-class Question:
+class SimQuestion:
     """A rendered question with everything the solver and the evaluation need."""
 
     spec: Spec
@@ -72,7 +72,7 @@ def _combo_text(coef: tuple[int, ...]) -> str:
     return " + ".join(f"{'' if c == 1 else c}{chr(65 + i)}" for i, c in enumerate(coef))
 
 
-def build(spec: Spec, variants: Mapping[str, Variant]) -> Question:
+def build(spec: Spec, variants: Mapping[str, Variant]) -> SimQuestion:
     rng = random.Random(spec.seed)
     parts = tuple(variants[k].make(rng, spec.difficulty) for k in spec.skills)
     if len(parts) == 1:
@@ -112,7 +112,7 @@ def build(spec: Spec, variants: Mapping[str, Variant]) -> Question:
         if misread in values.values():
             misread = answer + 10 * delta + 7
     wrong = tuple(_wrong_values(p, spec.seed, j) for j, p in enumerate(parts))
-    return Question(spec, key, len(key.split()), parts, coef, answer, misread, paths, values, wrong)
+    return SimQuestion(spec, key, len(key.split()), parts, coef, answer, misread, paths, values, wrong)
 
 
 def _wrong_values(part: Instance, seed: int, j: int) -> tuple[Fraction, ...]:
@@ -143,13 +143,13 @@ class Registry:
 
     def __init__(self, variants: Mapping[str, Variant]) -> None:
         self.specs: dict[str, Spec] = {}
-        self.question: Callable[[Spec], Question] = lru_cache(maxsize=20_000)(partial(build, variants=variants))
+        self.question: Callable[[Spec], SimQuestion] = lru_cache(maxsize=20_000)(partial(build, variants=variants))
 
-    def register(self, spec: Spec) -> Question:
+    def register(self, spec: Spec) -> SimQuestion:
         q = self.question(spec)
         self.specs[q.text] = spec
         return q
 
-    def lookup(self, text: str) -> Question | None:
+    def lookup(self, text: str) -> SimQuestion | None:
         spec = self.specs.get(tx.normalize_question(text))
         return self.question(spec) if spec is not None else None
