@@ -93,7 +93,7 @@ def appended_lines(work: Path, run: str, stored: int, more: int) -> Path:
     if not path.exists():
         with path.open("w") as f:
             for ev in itertools.islice(realistic_events(run, stored + more), stored, None):
-                f.write(encode_line(ev.model_dump(mode="json")))
+                f.write(encode_line(ev.line()))
     return path
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from diagevo.schemas import EventIn, validate_event
+from diagevo.schemas import EventLine, validate_event
 from diagevo.text.parsing import loads, split_lines
 
 
@@ -68,7 +68,7 @@ def main() -> None:
         f"bounded loads+split_lines {new / n * 1e6:.2f} us/line: {old / new:.2f}x"
     )
     objs = [loads(line) for _, line in split_lines(text)]
-    env = best(lambda: [EventIn.model_validate(o) for o in objs], repeat)
+    env = best(lambda: [EventLine.model_validate(o) for o in objs], repeat)
     full = best(lambda: [validate_event(o) for o in objs], repeat)
     print(
         f"validate {n:,} events: envelope only {env / n * 1e6:.2f} us, validate_event (data, ids, NUL) "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from diagevo.catalog import SCHEMA_VERSION, RoundCommitted, RunForked, RunStarted
@@ -217,10 +217,7 @@ def as_run(events: list[tuple[int, EventIn]], new: str) -> list[tuple[int, Event
     if not new.strip():
         raise BadInput("the run needs a name")
     (source,) = runs
-    return [
-        (no, ev.model_copy(update={"run": new, "event_id": rebase_event_id(ev.event_id, source, new)}))
-        for no, ev in events
-    ]
+    return [(no, replace(ev, run=new, event_id=rebase_event_id(ev.event_id, source, new))) for no, ev in events]
 
 
 def copied_event(e: StoredEvent, source: str, new: str, **changed: Any) -> EventIn:

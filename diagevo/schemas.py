@@ -16,18 +16,20 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, stored_event, version_problem
+from diagevo.catalog import CATALOG, KEY_FIELDS, SCHEMA_VERSION, Event, InvalidEvent, version_problem
 from diagevo.catalog.event import TextCut, first_error
 from diagevo.config.limits import LimitsConfig
 from diagevo.text.parsing import MAX_ID_CHARS, check_id, find_not_utf8, quoted
 
 
-class EventIn(BaseModel):
-    """An event as produced (and as one line of the JSONL interchange format)."""
+class EventLine(BaseModel):
+    """One line of the JSONL interchange format: an event's envelope and its data as JSON, before
+    its class has read the data (:func:`validate_event` makes the :class:`EventIn` of it)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -58,17 +60,57 @@ class EventIn(BaseModel):
     def _event_id(cls, v: str) -> str:
         return check_id(v, "event id", 4 * MAX_ID_CHARS)
 
-    # the typed event of ``data``, built on first access (``data`` is set once, where the envelope
-    # is made: :func:`new_event`, :func:`validate_event`)
-    _event: Event | None = PrivateAttr(default=None)
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EventIn:
+    """An event on its way into the log: where it goes (``run``, ``round``), its id, and the typed
+    event as the log stores it (texts cut to the limits, what was cut its :attr:`~Event.cut`).
+    Made once, by :func:`new_event` (a producer's event) or :func:`validate_event` (a line handed
+    in); checks under the append lock read :attr:`event`, and :attr:`data`, its stored form, is
+    serialised once, when the batch is chained."""
+
+    run: str
+    round: int
+    event_id: str
+    event: Event
+    schema_version: int  # the version its data is stored at: the class's, or an older line's kept as written
+    _data: dict[str, Any] | None = field(default=None, repr=False)  # the stored form: made once, or as written
 
     @property
-    def event(self) -> Event:
-        """The typed event of its data (as stored: texts cut, what was cut its :attr:`~Event.cut`),
-        built once (:func:`~diagevo.catalog.stored_event`)."""
-        if self._event is None:
-            self._event = stored_event(self.type, self.data, self.schema_version)
-        return self._event
+    def type(self) -> str:
+        return self.event.name
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The data as the log stores it (JSON values, texts cut, ``cut`` beside them), made on
+        first use and kept."""
+        if self._data is None:
+            object.__setattr__(self, "_data", _stored_form(self.event))
+        assert self._data is not None
+        return self._data
+
+    def line(self) -> dict[str, Any]:
+        """The event as one line of the JSONL interchange format (what :func:`validate_event` reads)."""
+        fields = {"type": self.type, "run": self.run, "round": self.round, "event_id": self.event_id}
+        return {**fields, "data": self.data, "schema_version": self.schema_version}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EventIn):
+            return NotImplemented
+        mine = (self.run, self.round, self.event_id, self.type, self.schema_version)
+        return mine == (other.run, other.round, other.event_id, other.type, other.schema_version) and (
+            self.data == other.data
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _stored_form(event: Event) -> dict[str, Any]:
+    """An event's data as the log stores it: its class's stored form, and what was cut."""
+    data = event.stored_data()
+    if event.cut:
+        data["cut"] = dict(sorted(event.cut.items()))
+    return data
 
 
 def validate_event(raw: dict[str, Any]) -> EventIn:
@@ -78,60 +120,81 @@ def validate_event(raw: dict[str, Any]) -> EventIn:
     where that is what it reads as (:func:`_stored_older`); a version newer than the class is
     refused."""
     name = raw.get("type") if isinstance(raw, dict) else None
-    ev = _envelope(raw, name if isinstance(name, str) and name in CATALOG else None)
-    cls = CATALOG[ev.type]
-    unknown = version_problem(cls, ev.schema_version)
+    line = _envelope(raw, name if isinstance(name, str) and name in CATALOG else None)
+    cls = CATALOG[line.type]
+    unknown = version_problem(cls, line.schema_version)
     if unknown is not None:
         raise InvalidEvent(unknown)
-    payload = dict(ev.data)
+    payload = dict(line.data)
     cut = _check_cut(cls, payload.pop("cut")) if "cut" in payload else {}
-    if ev.schema_version < cls.class_version:
-        stored, version = _stored_older(cls, ev.schema_version, payload, cut)
-        return ev.model_copy(update={"data": stored, "schema_version": version})
-    data = cls(**payload)  # InvalidEvent, in diagevo's words
-    return ev.model_copy(update={"data": _stored(data, cut)})
+    if line.schema_version < cls.class_version:
+        return _older(line, cls, payload, cut)
+    event = cls(**payload)  # InvalidEvent, in diagevo's words
+    return EventIn(line.run, line.round, line.event_id, _as_stored(event, cut), line.schema_version)
 
 
-def _stored_older(
-    cls: type[Event], version: int, payload: dict[str, Any], cut: dict[str, Any]
-) -> tuple[dict[str, Any], int]:
-    """(data, version) as the log stores an event of an older ``version`` of ``cls``: validated as
-    a read gives it (upcast from ``version``). Data that reads back as exactly that event (an
-    export of a log an older diagevo wrote) is kept as written, at its version: its bytes, and so
-    its hash, are those it was exported with. Any other (a line written by hand, a default left
-    out) is stored as the validated event, at the class's version, as a new event is: either way
-    what a reader builds without validating is what was validated here."""
-    upcast = cls.upcast(payload, version)
+def _older(line: EventLine, cls: type[Event], payload: dict[str, Any], cut: dict[str, Any]) -> EventIn:
+    """The :class:`EventIn` of a line at an older ``version`` of ``cls``: validated as a read gives
+    it (upcast from that version). Data that reads back as exactly that event (an export of a log
+    an older diagevo wrote) is kept as written, at its version: its bytes, and so its hash, are
+    those it was exported with. Any other (a line written by hand, a default left out) is stored
+    as the validated event, at the class's version, as a new event is: either way what a reader
+    builds without validating is what was validated here."""
+    upcast = cls.upcast(payload, line.schema_version)
     event = cls(**upcast)  # InvalidEvent, in diagevo's words
+    stored = _as_stored(event, cut)
     read = {f: v for f, v in upcast.items() if not (f in cls.stored_if_set and v is None)}
     if json.dumps(read, sort_keys=True) != json.dumps(event.stored_data(), sort_keys=True):  # True is not 1
-        return _stored(event, cut), cls.class_version
-    return _stored(event, cut, payload), version
+        return EventIn(line.run, line.round, line.event_id, stored, cls.class_version)
+    written = _stored(event, dict(cut), payload)
+    return EventIn(line.run, line.round, line.event_id, stored, line.schema_version, written)
 
 
 def new_event(event: Event, *, run: str, at_round: int, event_id: str) -> EventIn:
     """``event`` (validated when it was constructed) in its envelope, as the log stores it (what
-    producers use)."""
-    envelope = {
-        "type": event.name,
-        "run": run,
-        "round": at_round,
-        "event_id": event_id,
-        "schema_version": event.class_version,
-    }
-    return _envelope(envelope, event.name).model_copy(update={"data": _stored(event, {})})
+    producers use): its ids checked, its texts cut; the event itself where nothing was cut."""
+    envelope = {"type": event.name, "run": run, "round": at_round, "event_id": event_id}
+    line = _envelope({**envelope, "schema_version": event.class_version}, event.name)
+    return EventIn(line.run, line.round, line.event_id, _as_stored(event, {}), line.schema_version)
 
 
-def _envelope(raw: Any, name: str | None) -> EventIn:
+def _envelope(raw: Any, name: str | None) -> EventLine:
     """``raw`` validated as an envelope, refused in diagevo's words (a text not UTF-8 before
     pydantic's words), naming its type ``name`` where known."""
     not_utf8 = find_not_utf8(raw, "") if isinstance(raw, dict) else None
     if not_utf8 is not None:
         raise InvalidEvent(f"{name}: {not_utf8}" if name else str(not_utf8))
     try:
-        return EventIn.model_validate(raw)
+        return EventLine.model_validate(raw)
     except ValidationError as exc:
         raise InvalidEvent(first_error(exc)) from None
+
+
+_COLUMNS: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _columns(cls: type[Event]) -> tuple[str, ...]:
+    """The fields of ``cls`` the store copies into columns or cuts: its key fields and texts."""
+    found = _COLUMNS.get(cls)
+    if found is None:
+        found = _COLUMNS[cls] = tuple(f for f in (*KEY_FIELDS, *cls.texts, *cls.phrases) if f in cls.model_fields)
+    return found
+
+
+def _as_stored(event: Event, cut: dict[str, Any]) -> Event:
+    """``event`` as the log stores it: its ids and texts checked (:func:`_check_columns`), its
+    texts cut to the limits in effect, what was cut (and ``cut``, a stored event's own) its
+    :attr:`~Event.cut`. The event itself where nothing is cut."""
+    values = {f: getattr(event, f) for f in _columns(type(event))}
+    _check_columns(event, values)
+    found = {**event.cut, **cut}
+    _cut(event, values, found)
+    if not found:
+        return event
+    kept = {f: values[f] for f in found if f in values and values[f] != getattr(event, f, None)}
+    stored = event.model_copy(update=kept)
+    stored._cut = dict(sorted(found.items()))
+    return stored
 
 
 def _stored(event: Event, cut: dict[str, Any], data: dict[str, Any] | None = None) -> dict[str, Any]:

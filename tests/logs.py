@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from diagevo.catalog import Event, PhaseCompleted, StoredEvent
@@ -16,6 +17,24 @@ def wire_event(type_name: str, run: str, round: int, event_id: str, **data: Any)
     return validate_event({"type": type_name, "run": run, "round": round, "event_id": event_id, "data": data})
 
 
+@dataclass(frozen=True)
+class ForgedRow:
+    """A row written past every class (a type and data as stored, unvalidated): what a forged
+    log, an older diagevo or a hand edit can put in the store, for the tests of what reads it.
+    The store's ``append`` takes it as it takes an :class:`~diagevo.schemas.EventIn`."""
+
+    type: str
+    run: str
+    round: int
+    event_id: str
+    data: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = 1
+
+    def line(self) -> dict[str, Any]:
+        fields = {"type": self.type, "run": self.run, "round": self.round, "event_id": self.event_id}
+        return {**fields, "data": self.data, "schema_version": self.schema_version}
+
+
 class Log:
     """Appends events round by round; ``rows()`` feeds the fold, ``events()`` the store,
     ``jsonl()`` the CLI ingest."""
@@ -23,7 +42,7 @@ class Log:
     def __init__(self, run: str = "r1", k: float = 0.5, seed: int = 0, theta_up: float | None = None) -> None:
         self.run = run
         self.round = 0
-        self._events: list[EventIn] = []
+        self._events: list[EventIn | ForgedRow] = []
         self._failures: set[str] = set()  # recorded
         self._diagnosed: set[str] = set()
         self.add("run.started", config={"k": k} if theta_up is None else {"k": k, "theta_up": theta_up}, seed=seed)
@@ -107,7 +126,7 @@ class Log:
             "question.scored", question_id=qid, n=12, p1=p1, p2=min(p1, 1 - p1), pseudo_label="1", retained=retained
         )
 
-    def events(self) -> list[EventIn]:
+    def events(self) -> list[EventIn | ForgedRow]:
         return list(self._events)
 
     def rows(self) -> list[StoredEvent]:
@@ -117,7 +136,7 @@ class Log:
     def jsonl(self) -> str:
         import json
 
-        return "".join(json.dumps(e.model_dump(mode="json")) + "\n" for e in self._events)
+        return "".join(json.dumps(e.line()) + "\n" for e in self._events)
 
 
 def phase_figures(phase: PhaseCompleted) -> dict[str, Any]:

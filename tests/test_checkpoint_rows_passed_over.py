@@ -34,8 +34,8 @@ from diagevo.catalog import RoundCommitted, RunStarted
 from diagevo.log import open_log
 from diagevo.log.paths import beside_database
 from diagevo.log.recorder import payload
-from diagevo.schemas import EventIn
 from tests.input_cases import cli
+from tests.logs import ForgedRow
 from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
 from tests.test_train import SMALL
 
@@ -65,7 +65,7 @@ def _sqlite(tmp_path: Path) -> Log:
     def forge(type_: str, rnd: int, data: dict[str, Any]) -> int:
         with open_log(db) as s:  # as tests.test_hostile_logs.store_raw: no check but the chain's
             eid = f"forged-{uuid.uuid4().hex[:8]}"
-            s.append([EventIn.model_construct(type=type_, run=RUN, round=rnd, event_id=eid, data=data)])
+            s.append([ForgedRow(type=type_, run=RUN, round=rnd, event_id=eid, data=data)])
             return s.last_seq(RUN)
 
     return Log(db, forge)

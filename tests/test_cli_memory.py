@@ -13,7 +13,7 @@ import pytest
 
 from diagevo.cli.app import main
 from diagevo.log import open_log
-from tests.logs import Log
+from tests.logs import ForgedRow, Log
 from tests.strategies import random_log
 
 
@@ -166,7 +166,9 @@ BREACHES = {
     ),
     "second commit": (lambda log: log.commit().__setattr__("round", 1) or log.commit(), "committed twice"),
     "unknown type": (
-        lambda log: log._events.append(log._events[-1].model_copy(update={"type": "cause.exploded", "event_id": "x"})),
+        lambda log: log._events.append(
+            ForgedRow(**{**log._events[-1].line(), "type": "cause.exploded", "event_id": "x"})
+        ),
         "unknown event type",
     ),
 }

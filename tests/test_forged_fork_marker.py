@@ -34,7 +34,7 @@ from diagevo.views.forks import fork_marker
 from diagevo.views.verify import verify_run
 from diagevo.whatif import what_if
 from tests.input_cases import cli
-from tests.logs import Log, wire_event
+from tests.logs import ForgedRow, Log, wire_event
 from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
 
 VICTIM, SOURCE = "victim", "source"
@@ -83,7 +83,7 @@ def _sqlite(tmp_path: Path, victim: list[EventIn]) -> Forged:
 
     def forge(type_: str, rnd: int, data: dict[str, Any]) -> int:
         with open_log(db) as log:  # as tests.test_hostile_logs.store_raw: no check but the chain's
-            log.append([EventIn.model_construct(type=type_, run=VICTIM, round=rnd, event_id=_id(), data=data)])
+            log.append([ForgedRow(type=type_, run=VICTIM, round=rnd, event_id=_id(), data=data)])
             return log.last_seq(VICTIM)
 
     return Forged(db, forge)
@@ -180,7 +180,7 @@ def test_a_forged_whatif_marker_relaxes_no_rule_after_it(tmp_path: Path) -> None
         raw.append(("question.generated", 2, {"question_id": "s", "mode": "stitched", "text": "?"}))
         raw[-1][2].update(active_cause="C1", mastered_cause="C2")
         for type_, rnd, data in raw:
-            log.append([EventIn.model_construct(type=type_, run=VICTIM, round=rnd, event_id=_id(), data=data)])
+            log.append([ForgedRow(type=type_, run=VICTIM, round=rnd, event_id=_id(), data=data)])
         stitched = log.last_seq(VICTIM)
         problems = verify_run(log, VICTIM)
     assert any(p.startswith(f"seq {stitched}: stitched question on a Mastered cause") for p in problems), problems

@@ -39,8 +39,8 @@ from diagevo.catalog import CauseCreated
 from diagevo.errors import BadInput
 from diagevo.interchange import EXPORT_ONLY_FIELDS, IngestError, export_lines, ingest
 from diagevo.log import StoreError, open_log
-from diagevo.schemas import EventIn
 from tests.input_cases import cli
+from tests.logs import ForgedRow
 
 EXAMPLES = int(os.environ.get("DIAGEVO_HOSTILE_EXAMPLES", "25"))
 SLOW_EXAMPLES = int(os.environ.get("DIAGEVO_HOSTILE_SLOW_EXAMPLES", "0"))
@@ -265,7 +265,7 @@ def store_raw(db: str, lines: list[Line]) -> None:
     """The lines appended as a writer other than ingest could (no check but the chain's)."""
     raw = [{k: v for k, v in line.items() if k not in EXPORT_ONLY_FIELDS} for line in lines]
     with open_log(db) as store:
-        store.append([EventIn.model_construct(**line) for line in raw])
+        store.append([ForgedRow(**line) for line in raw])
 
 
 def readers(root: Path, db: str, lines: list[Line], resume: bool) -> list[tuple[str, ...]]:

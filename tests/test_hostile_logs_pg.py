@@ -26,11 +26,11 @@ from diagevo.errors import BadInput
 from diagevo.interchange import EXPORT_ONLY_FIELDS
 from diagevo.log import StoreError, open_log
 from diagevo.memory.checkpoints import CHECKPOINT_RULES
-from diagevo.schemas import EventIn
 from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.memory import load_memory
 from diagevo.views.runs import runs
 from diagevo.views.verify import verify_run
+from tests.logs import ForgedRow
 from tests.test_hostile_logs import Base, Line, base, hostile  # noqa: F401 - the fixture
 from tests.test_log_trainer_role import Roles, roles  # noqa: F401 - the fixture
 
@@ -43,7 +43,7 @@ _RUNS = itertools.count()  # one database for every case (a shrink's too): a run
 def _appended(url: str, lines: list[Line], run: str) -> bool:
     """The lines appended as one raw batch, run ``m``'s as run ``run``: whether the store took them."""
     raw = [{k: v for k, v in line.items() if k not in EXPORT_ONLY_FIELDS} for line in lines]
-    events = [EventIn.model_construct(**(line | ({"run": run} if line["run"] == "m" else {}))) for line in raw]
+    events = [ForgedRow(**(line | ({"run": run} if line["run"] == "m" else {}))) for line in raw]
     try:
         with open_log(url, create=False) as store:
             store.append(events)

@@ -28,10 +28,9 @@ from diagevo.log.chain import Pending, chain
 from diagevo.log.postgres import LockTimeout
 from diagevo.log.registry import catalog_specs, registered_specs
 from diagevo.log.schema import HEAD_REVISION, upgrade
-from diagevo.schemas import EventIn
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
-from tests.logs import wire_event
+from tests.logs import ForgedRow, wire_event
 from tests.test_log_trainer_role import Roles, insert, refused_or_passed_over, roles  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.postgres
@@ -50,7 +49,7 @@ def raw_row(url: str, run: str, type_: str, rnd: int, data: dict[str, Any], **co
     prev_hash and hash as diagevo computes them), the data taken as given, unvalidated."""
     with open_log(url) as log:
         head = log.head(run)
-    ev = EventIn.model_construct(type=type_, run=run, round=rnd, event_id=f"raw-{uuid.uuid4().hex[:8]}", data=data)
+    ev = ForgedRow(type=type_, run=run, round=rnd, event_id=f"raw-{uuid.uuid4().hex[:8]}", data=data)
     row = next(chain(Pending([ev]), {run: head}, head[0]))
     keys = (
         "event_id",

@@ -32,7 +32,7 @@ from diagevo.log import open_log
 from diagevo.schemas import EventIn
 from diagevo.views.caches import refresh
 from tests.input_cases import cli
-from tests.logs import Log, wire_event
+from tests.logs import ForgedRow, Log, wire_event
 from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
 
 RUN = "base"
@@ -64,7 +64,7 @@ def _sqlite(tmp_path: Path) -> Forged:
     def forge(type_: str, rnd: int, data: dict[str, Any]) -> int:
         with open_log(db) as log:  # as tests.test_hostile_logs.store_raw: no check but the chain's
             eid = f"forged-{uuid.uuid4().hex[:8]}"
-            log.append([EventIn.model_construct(type=type_, run=RUN, round=rnd, event_id=eid, data=data)])
+            log.append([ForgedRow(type=type_, run=RUN, round=rnd, event_id=eid, data=data)])
             return log.last_seq(RUN)
 
     return Forged(db, forge)

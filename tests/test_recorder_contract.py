@@ -46,7 +46,7 @@ from diagevo.views.caches import refresh
 from diagevo.views.memory import load_memory
 from diagevo.views.stats import round_stats
 from diagevo.views.verify import verify_run
-from tests.logs import Log, wire_event
+from tests.logs import ForgedRow, Log, wire_event
 
 TEXT = "What is 6 × 7? ünïcødé\u2028"
 
@@ -151,7 +151,7 @@ class RecorderContract:
         assert rec.verify_chain("a") == []
 
     def test_data_that_is_not_json_is_refused_and_nothing_is_stored(self, rec: Recorder) -> None:
-        bad = EventIn.model_construct(
+        bad = ForgedRow(
             type="failure.attributed",
             run="r",
             round=1,
@@ -171,7 +171,7 @@ class RecorderContract:
             f"e-{i}" for i in range(3000) if not 2500 <= i < 2600
         ]
         assert rec.verify_chain("a") == []
-        bad = EventIn.model_construct(
+        bad = ForgedRow(
             type="question.scored", run="a", round=1, event_id="bad", data={"question_id": "q", "p1": float("inf")}
         )
         with pytest.raises(StoreError, match="event bad: data is not JSON-serialisable"):

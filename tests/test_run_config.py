@@ -15,10 +15,10 @@ from diagevo.config.sections import MethodConfig, config_from_record
 from diagevo.errors import BadInput
 from diagevo.log import open_log
 from diagevo.rounds import config_record, run_config
-from diagevo.schemas import EventIn, InvalidEvent
+from diagevo.schemas import InvalidEvent
 from diagevo.train.config import Config, load_config
 from tests.llm_server import LLMServer
-from tests.logs import wire_event
+from tests.logs import ForgedRow, wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import NEW, NEW_LABEL, j
 
@@ -173,7 +173,7 @@ def test_a_log_stored_before_the_check_names_the_field_when_read(tmp_path: Path)
     with open_log(f"sqlite:///{tmp_path / 'old.db'}") as store:
         store.append(
             [
-                EventIn.model_construct(
+                ForgedRow(
                     type="run.started",
                     run=RUN,
                     round=0,

@@ -11,8 +11,8 @@ from collections import defaultdict
 import pytest
 
 from diagevo.log import open_log
-from diagevo.schemas import EventIn
 from tests.conftest import Backend
+from tests.logs import ForgedRow
 
 WORKERS = 4
 BATCHES = 250
@@ -22,9 +22,9 @@ RUN = "shared-run"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
-def _event(run: str, eid: str, i: int) -> EventIn:
+def _event(run: str, eid: str, i: int) -> ForgedRow:
     # model_construct: the store does not validate; skipping it keeps the workers cheap
-    return EventIn.model_construct(
+    return ForgedRow(
         type="question.scored",
         run=run,
         round=1,
@@ -33,7 +33,7 @@ def _event(run: str, eid: str, i: int) -> EventIn:
     )
 
 
-def _batch(worker: int, b: int) -> list[EventIn]:
+def _batch(worker: int, b: int) -> list[ForgedRow]:
     return [_event(RUN, f"w{worker}-b{b:03d}-e{i}", i) for i in range(BATCH_SIZE)]
 
 

@@ -9,14 +9,14 @@ import pytest
 
 from diagevo.log import open_log
 from diagevo.log.sql import SQLRecorder
-from diagevo.schemas import EventIn
 from tests.conftest import Backend
+from tests.logs import ForgedRow
 
 pytestmark = pytest.mark.postgres
 
 
-def _event(eid: str) -> EventIn:
-    return EventIn.model_construct(
+def _event(eid: str) -> ForgedRow:
+    return ForgedRow(
         type="question.scored",
         run="r",
         round=1,

@@ -15,11 +15,10 @@ from sqlalchemy import create_engine
 from diagevo.log import StoreError, open_log, payload
 from diagevo.log.chain import canonical_event_json, chain_hash
 from diagevo.memory.state import Refusal
-from diagevo.schemas import EventIn
 from diagevo.views.admission import admission
 from diagevo.views.runs import runs
 from diagevo.views.verify import verdict
-from tests.logs import Log
+from tests.logs import ForgedRow, Log
 from tests.test_cli_memory import run_cli
 from tests.test_log_shapes_pg import raw_row
 from tests.test_log_trainer_role import insert
@@ -119,7 +118,7 @@ def test_the_writer_stores_nothing_its_readers_refuse(db: str, value: Any, reaso
     """diagevo's own append (whatever a trainer notes) refuses data past the readers' bounds,
     naming the event; data within them is stored and read back."""
     data = {"phase": "n", "stats": {"x": value}}  # a field of any JSON within it
-    ev = EventIn.model_construct(type="phase.completed", run="base", round=2, event_id="deep", data=data)
+    ev = ForgedRow(type="phase.completed", run="base", round=2, event_id="deep", data=data)
     with open_log(db, create=False) as log:
         if reason is None:
             log.append([ev])

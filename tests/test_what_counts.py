@@ -17,10 +17,10 @@ from diagevo.config.sections import MemoryConfig
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import Recorder, open_log
 from diagevo.memory.counting import CountBreak, breaks
-from diagevo.schemas import EventIn, InvalidEvent, validate_event
+from diagevo.schemas import InvalidEvent, validate_event
 from diagevo.train.config import load_config
 from diagevo.views.verify import verify_run
-from tests.logs import stored, wire_event
+from tests.logs import ForgedRow, stored, wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_rounds import RUN, promote_on_a_question, round_one
 
@@ -149,7 +149,7 @@ def _bricked(db: str) -> int:
         promote_on_a_question(rounds.Round(store, RUN, 2))
         rounds.Round(store, RUN, 2).commit()
         bad = {"config": {"memory": {"k": None, "theta_up": 0.5}}, "seed": 3}
-        store.append([EventIn.model_construct(type="run.configured", run=RUN, round=3, event_id="bad", data=bad)])
+        store.append([ForgedRow(type="run.configured", run=RUN, round=3, event_id="bad", data=bad)])
         return store.last_seq(RUN)
 
 
@@ -200,7 +200,7 @@ def test_a_note_is_bookkeeping_only(store: Recorder, event: Event) -> None:
 def test_a_diagnosis_holds_no_promotion_milestone_or_config(store: Recorder, etype: str) -> None:
     round_one(store)
     rnd = rounds.Round.open(store, RUN)
-    ev = EventIn.model_construct(type=etype, run=RUN, round=2, event_id="x", data={})
+    ev = ForgedRow(type=etype, run=RUN, round=2, event_id="x", data={})
     with pytest.raises(rounds.ProtocolError, match=rf"^a diagnosis cannot be '{etype}' "):
         rnd.append_diagnosis([ev])
 
@@ -233,7 +233,7 @@ def test_ingest_refuses_an_id_clash_within_the_file(tmp_path: Path) -> None:
         wire_event("run.noted", "r", 1, "n", note="one"),  # the same line twice: stored once
         wire_event("run.noted", "r", 1, "n", note="two"),
     ]
-    text = "".join(json.dumps(e.model_dump(mode="json")) + "\n" for e in events)
+    text = "".join(json.dumps(e.line()) + "\n" for e in events)
     with open_log(f"sqlite:///{tmp_path / 'i.db'}") as store:
         with pytest.raises(IngestError, match=r"^line 5: event id 'n' of run 'r' is on line 3 as another event"):
             ingest(store, text)
@@ -275,10 +275,7 @@ def test_a_bad_row_is_one_line_naming_its_seq(
     it names it in one line, passed over: a row out of its type's shape (what PostgreSQL refuses
     on insert) as a row the fold refuses (issue 73)."""
     round_one(store)
-    raw = [
-        EventIn.model_construct(type=t, run=RUN, round=r, event_id=f"raw{i}", data=d)
-        for i, (r, t, d) in enumerate(rows)
-    ]
+    raw = [ForgedRow(type=t, run=RUN, round=r, event_id=f"raw{i}", data=d) for i, (r, t, d) in enumerate(rows)]
     store.append(raw)
     seq = store.last_seq(RUN)
     assert any(p.startswith(f"seq {seq}: ") or f": seq {seq}: " in p for p in verify_run(store, RUN))

@@ -12,7 +12,7 @@ never after the commit, never twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from diagevo.catalog import BatchWithdrawn, Event, FailureRecorded, QuestionGenerated, of_type
 from diagevo.log import AppendResult, EventReader, StoredEvent
@@ -128,5 +128,5 @@ def rekeyed(store: EventReader, run: str, events: Sequence[EventIn]) -> list[Eve
     out = []
     for ev in events:
         free = next(i for i in tries[ev.event_id] if i not in held or not withdrawn.holds(held[i]))
-        out.append(ev if free == ev.event_id else ev.model_copy(update={"event_id": free}))
+        out.append(ev if free == ev.event_id else replace(ev, event_id=free))
     return out
