@@ -140,9 +140,7 @@ def test_an_ingest_of_many_runs_names_a_few_on_one_short_line(tmp_path: Path) ->
         and line.startswith("100,000 runs: run-000000, ")
         and "(99,995 more; --json lists them all)" in line
     )
-    events = [
-        wire_event("run.started", f"r{i}", 0, f"r{i}/0", config={"k": 0.5}).line() for i in range(60)
-    ]
+    events = [wire_event("run.started", f"r{i}", 0, f"r{i}/0", config={"k": 0.5}).line() for i in range(60)]
     path = tmp_path / "many.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     url = f"sqlite:///{tmp_path / 'm.db'}"
