@@ -3,7 +3,7 @@ step), as a table, a file, a follow, or the paper's Figure 3b."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -26,12 +26,13 @@ from diagevo.cli.follow import FollowOpt, UntilOpt, follow_rows
 from diagevo.cli.safe import plain, text
 from diagevo.cli.tables import print_fitted
 from diagevo.files.written import TABLE_SUFFIXES, write_replacing, write_rows
+from diagevo.log import Recorder
 from diagevo.results import JsonRow
 from diagevo.results.stats import PendingRow
 from diagevo.text.words import plural
 from diagevo.views import queries
 from diagevo.views.follow import follow_stats, follow_steps
-from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, LABEL_FIGURES, is_family_detail, metric_columns
+from diagevo.views.stats import COLUMNS, COUNTED_COLUMNS, LABEL_FIGURES, is_family_detail
 
 STATS_COLUMNS = {
     "round": "t",
@@ -142,7 +143,10 @@ def stats(
     if follow:
         if out is not None:
             raise CLIError("give --follow or -o, not both")
-        rounds = partial(follow_stats, until_round=until_round)
+
+        def rounds(store: Recorder, run_id: str) -> Iterator[JsonRow]:
+            return (row.to_json() for row in follow_stats(store, run_id, until_round))
+
         follow_rows(db, run, ": a line per committed round", json, rounds, _round_line)
         return
     with open_store(db, readonly=True) as store:
@@ -208,7 +212,7 @@ def _step_line(row: JsonRow) -> Text:
 
 
 def _round_line(row: JsonRow) -> Text:
-    cols, heads, _ = stats_columns([row], metric_columns([row]))
+    cols, heads, _ = stats_columns([row], [k for k in row if k not in COLUMNS])
     return text("  ".join(f"{h}={_cell(row.get(c))}" for c, h in zip(cols, heads, strict=True)))
 
 
@@ -250,7 +254,7 @@ def plot(
     elif out is not None:
         from diagevo.report.figures import lifecycle
 
-        write_replacing(out, lifecycle(rows, title=f"Memory lifecycle, run {run_id}"))
+        write_replacing(out, lifecycle(result.series, title=f"Memory lifecycle, run {run_id}"))
     if json:
         emit_json(result.to_dict())
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -89,7 +90,7 @@ its table none of these columns."""
 def print_round_table(reports: list[Any]) -> None:
     """After each round: what it retained, diagnosed and changed, and the held-out metrics; the
     columns that do not fit the terminal are left out whole and named, never cut to ``8…``."""
-    labels = [k for k in LABEL_HEADS if any(_number(r.stats.get(k)) is not None for r in reports)]
+    labels = [k for k in LABEL_HEADS if any(_number(r.stats.value(k)) is not None for r in reports)]
     at = ROUND_HEADS.index("shared lab") + 1
     heads = [*ROUND_HEADS[:at], *(LABEL_HEADS[k] for k in labels), *ROUND_HEADS[at:]]
     rows = []
@@ -97,19 +98,19 @@ def print_round_table(reports: list[Any]) -> None:
         s = r.stats  # the round's row of `memory stats`
         row = [
             str(r.round),
-            f"{s['retained']}/{s['questions']}",
-            str(s["failures"]),
-            str(s["new_causes"]),
-            str(s["promotions"]),
-            str(s["reactivations"]),
-            str(s["merges"]),
-            str(s["F"]),
-            f"{s['epsilon_next']:.3f}",
+            f"{s.retained}/{s.questions}",
+            str(s.failures),
+            str(s.new_causes),
+            str(s.promotions),
+            str(s.reactivations),
+            str(s.merges),
+            str(s.F),
+            f"{s.epsilon_next:.3f}",
             _metric(r.metrics, "heldout_acc"),
             _metric(r.metrics, "pseudo_label_acc"),
             f"{sum(r.seconds.values()):.1f}",
         ]
-        rows.append([*row[:at], *(_metric(s, k) for k in labels), *row[at:]])
+        rows.append([*row[:at], *(_metric(s.figures, k) for k in labels), *row[at:]])
     at = ROUND_KEPT_FIRST.index("shared lab") + 1
     kept_first = [*ROUND_KEPT_FIRST[:at], *(LABEL_HEADS[k] for k in labels), *ROUND_KEPT_FIRST[at:]]
     print_fitted(
@@ -127,7 +128,7 @@ def _number(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
-def _metric(metrics: dict[str, Any], key: str) -> str:
+def _metric(metrics: Mapping[str, Any], key: str) -> str:
     """A round's metric, or a dash where the backend has none (the hf backend knows no true
     answers, so no pseudo-label accuracy)."""
     value = _number(metrics.get(key))

@@ -195,7 +195,7 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
 
     def schedule_row(run: str, m: Memory) -> ScheduleRow:
         s = schedule(m)
-        row = next((r for r in round_stats(store, run) if r["round"] == m.committed), {})
+        row = next((r for r in round_stats(store, run) if r.round == m.committed), None)
         return ScheduleRow(
             m.committed,
             s.F,
@@ -205,7 +205,7 @@ def diff_runs(store: Recorder, a: str, b: str, at_round: int | None = None) -> R
             len(m.active()),
             len(m.mastered()),
             len(m.nodes),
-            **{name: row.get(name) for name in ROUND_FIGURES},
+            **{name: row.number(name) if row is not None else None for name in ROUND_FIGURES},
         )
 
     return RunDiff(

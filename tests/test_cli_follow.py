@@ -101,7 +101,7 @@ def test_stats_follow_prints_a_row_per_committed_round(url: str) -> None:
     with open_log(url, readonly=True) as store:
         rows = round_stats(store, "live")
     assert [r["round"] for r in got] == list(range(1, ROUNDS + 1))
-    assert [{k: v for k, v in r.items() if k != "run"} for r in got] == rows
+    assert [{k: v for k, v in r.items() if k != "run"} for r in got] == [r.to_json() for r in rows]
     assert [r["acc"] for r in got] == [0.5 + t / 100 for t in range(1, ROUNDS + 1)]
 
 

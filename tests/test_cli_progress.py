@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from diagevo.cli.progress import PlainProgress
+from diagevo.results.stats import RoundRow
 from tests.test_cli_memory import run_cli
 from tests.test_train import small_args
 
@@ -79,17 +80,13 @@ def test_the_round_table_leaves_columns_out_whole_at_80_columns(monkeypatch: pyt
 
     out = io.StringIO()
     monkeypatch.setattr(train_cli, "console", make_console(file=out, width=80))
-    stats = {
-        "retained": 5122,
-        "questions": 8000,
-        "failures": 40853,
-        "new_causes": 1187,
-        "promotions": 12,
-        "reactivations": 103,
-        "merges": 48,
-        "F": 803193,
-        "epsilon_next": 0.0123,
-    }
+    stats = RoundRow.from_row(
+        {
+            **{"round": 3, "active": 900, "mastered": 80, "nodes": 40, "retained": 5122, "questions": 8000},
+            **{"failures": 40853, "new_causes": 1187, "promotions": 12, "reactivations": 103, "merges": 48},
+            **{"F": 803193, "epsilon_next": 0.0123},
+        }
+    )
     report = RoundReport(3, stats, {"heldout_acc": 0.7891, "pseudo_label_acc": 0.9403}, {"solver": 2801.25})
     train_cli.print_round_table([report])
     lines = out.getvalue().splitlines()
@@ -111,12 +108,22 @@ def _round_table(monkeypatch: pytest.MonkeyPatch, width: int, labelled: bool) ->
 
     out = io.StringIO()
     monkeypatch.setattr(train_cli, "console", make_console(file=out, width=width))
-    counts = {"retained": 51, "questions": 80, "failures": 40, "new_causes": 11, "promotions": 1}
-    counts |= {"reactivations": 3, "merges": 4, "F": 80, "epsilon_next": 0.25}
+    counts = {"active": 9, "mastered": 2, "nodes": 5, "retained": 51, "questions": 80, "failures": 40}
+    counts |= {"new_causes": 11, "promotions": 1, "reactivations": 3, "merges": 4, "F": 80, "epsilon_next": 0.25}
     labels = {"retained_label_acc": 0.8, "wrong_reward_share": 0.05} if labelled else {}
     reports = [
-        RoundReport(1, counts, {"heldout_acc": 0.5, "pseudo_label_acc": 0.75}, {"solver": 2.0}),
-        RoundReport(2, {**counts, **labels}, {"heldout_acc": 0.625, "pseudo_label_acc": 0.875}, {"solver": 3.0}),
+        RoundReport(
+            1,
+            RoundRow.from_row({"round": 1, **counts}),
+            {"heldout_acc": 0.5, "pseudo_label_acc": 0.75},
+            {"solver": 2.0},
+        ),
+        RoundReport(
+            2,
+            RoundRow.from_row({"round": 2, **counts, **labels}),
+            {"heldout_acc": 0.625, "pseudo_label_acc": 0.875},
+            {"solver": 3.0},
+        ),
     ]
     train_cli.print_round_table(reports)
     return out.getvalue()

@@ -91,8 +91,8 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
         for key in ("loss", "kl", "reward", "completion_length"):
             assert key in phases[phase], (phase, key)
         assert phases[phase]["steps"] >= 1
-    assert report.stats["questions"] > 0 and report.stats["retained"] > 0
-    assert report.stats["failures"] > 0
+    assert report.stats.questions > 0 and report.stats.retained > 0
+    assert report.stats.failures > 0
     diagnosed = [e for e in events if e.type == "failure.diagnosed"]
     assert diagnosed and all((e.event.model or HEURISTIC) == HEURISTIC for e in diagnosed)
     assert any(e.type == "cause.created" for e in events)
@@ -166,7 +166,7 @@ def test_a_resumed_round_with_the_endpoint_diagnostician(tiny_dir: Path, tmp_pat
         finally:
             store.close()
         assert server.calls("extract"), "no failure reached the endpoint"
-    assert report.stats["failures"] > 0
+    assert report.stats.failures > 0
     assert cause in texts
 
 

@@ -43,7 +43,7 @@ def test_the_table_stats_report_and_commits_agree_on_a_five_round_run(
     )
     table: list[dict[str, Any]] = []
     with open_log(db) as store:
-        _, reports = train(cfg, store, TrainOptions(on_round=lambda r: table.append({**r.stats})))
+        _, reports = train(cfg, store, TrainOptions(on_round=lambda r: table.append(r.stats.to_json())))
     assert [r.round for r in reports] == [1, 2, 3, 4, 5] and [row["round"] for row in table] == [1, 2, 3, 4, 5]
 
     code, out, err = run_cli(capsys, "memory", "stats", "--db", db, "--run", "five", "--json")
@@ -64,9 +64,9 @@ def test_the_table_stats_report_and_commits_agree_on_a_five_round_run(
         assert want["round"] == t
         for name in (*COLUMNS, "heldout_acc"):
             assert same(table[t - 1][name], want[name]), (t, name, "training table")
-            assert same(folded[t - 1][name], want[name]), (t, name, "fold")
+            assert same(folded[t - 1].value(name), want[name]), (t, name, "fold")
         for name in ("active", "mastered", "F", "epsilon_next", "heldout_acc", *LABEL_FIGURES):
-            assert same(report[t - 1][name], want[name]), (t, name, "report")
+            assert same(report[t - 1].value(name), want[name]), (t, name, "report")
         for name in LABEL_FIGURES:  # the simulator knows the truth: every round has the label figures
             assert 0.0 <= want[name] <= 1.0, (t, name)
             assert same(table[t - 1][name], want[name]), (t, name, "training table")

@@ -380,7 +380,7 @@ class RecorderContract:
         assert refresh(rec, "r") == 1
         assert load_memory(rec, "r", 2).committed == 2
         assert round_stats(rec, "r") == round_stats(rec, "r", cached=False)
-        assert [(r["round"], r["questions"], r["retained"], r["active"]) for r in round_stats(rec, "r")] == [
+        assert [(r.round, r.questions, r.retained, r.active) for r in round_stats(rec, "r")] == [
             (1, 1, 1, 1),
             (2, 1, 1, 1),
             (3, 1, 0, 1),

@@ -20,6 +20,7 @@ import pytest
 
 from diagevo.cli.app import main
 from diagevo.log import open_log
+from diagevo.results.stats import RoundRow
 from tests.logs import wire_event
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_train import small_args
@@ -204,20 +205,25 @@ def test_figure_ticks_name_the_values_drawn() -> None:
     assert "1e-06" in texts and "0.0" not in texts and "solver" in texts and "challenger" not in texts
 
 
+def _row(t: int, figures: dict[str, float]) -> RoundRow:
+    """Round ``t`` with an empty memory and these figures."""
+    return RoundRow(round=t, active=0, mastered=0, nodes=0, F=0.0, epsilon_next=1.0, figures=figures)
+
+
 def test_metrics_that_are_shares_are_drawn_on_the_unit_axis() -> None:
     """Accuracies between 0.788 and 0.797 on an axis zoomed to them made a change of under a
     point look steep beside accuracy's 0-1 axis; a metric outside [0, 1] keeps its own scale."""
     from diagevo.report import figures
 
     def ticks_of(values: dict[str, list[float]]) -> list[str | None]:
-        rows = [{"round": t, **{k: v[t - 1] for k, v in values.items()}} for t in (1, 2, 3)]
+        rows = [_row(t, {k: v[t - 1] for k, v in values.items()}) for t in (1, 2, 3)]
         svg = ElementTree.fromstring(figures.metrics(rows, sorted(values)))
         return [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "end"]
 
     assert ticks_of({"acc": [0.788, 0.79, 0.797]}) == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
     assert ticks_of({"acc": [0.788, 0.79, 0.797], "loss": [0.5, 1.5, 2.5]}) == ["0.5", "1.0", "1.5", "2.0", "2.5"]
     assert ticks_of({"loss": [10.0, 12.0, 14.0]}) == ["10", "11", "12", "13", "14"]
-    two = {run: [{"round": t, "pseudo_label_acc": 0.9 + t / 100} for t in (1, 2)] for run in ("a", "b")}
+    two = {run: [_row(t, {"pseudo_label_acc": 0.9 + t / 100}) for t in (1, 2)] for run in ("a", "b")}
     svg = ElementTree.fromstring(figures.overlay(two, "pseudo_label_acc", "pseudo-label accuracy", "value"))
     ticks = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "end"]
     assert ticks == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]  # a comparison's shares too
@@ -442,7 +448,7 @@ def test_report_data_by_hand(tmp_path: Path) -> None:
             )
         data = load_run(store, "h")
     assert data.committed == [1, 2]
-    rounds = [(r["active"], r["mastered"], r["nodes"], r["heldout_acc"]) for r in data.rounds]
+    rounds = [(r.active, r.mastered, r.nodes, r.value("heldout_acc")) for r in data.rounds]
     assert rounds == [(1, 0, 1, 0.5), (0, 1, 1, 0.75)]
     q = {(s.round, s.mode): s for s in data.questions}
     # "a b c a b": 5 words, 2-grams ab bc ca ab -> 3 of 4 distinct; with "x y": 5 2-grams, 4 distinct

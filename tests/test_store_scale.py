@@ -6,12 +6,12 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import Iterable
-from typing import Any
 
 from diagevo.catalog import CATALOG, FailureAttributed, FailureRecorded, RoundCommitted
 from diagevo.log import Recorder, open_log, payload, sqlite_path
 from diagevo.log.recorder import Query
 from diagevo.memory.fold import Row, commits, drafts
+from diagevo.results.stats import RoundRow
 from diagevo.views.caches import refresh
 from diagevo.views.memory import commit_memories
 from diagevo.views.stats import RoundStats, round_stats
@@ -100,7 +100,7 @@ def test_cause_rows_tell_every_story_as_the_full_log_does(store: Recorder) -> No
         assert cause_story(cause_rows(store, log.run, cause), cause) == story
 
 
-def scan(rows: Iterable[Row], run: str) -> list[dict[str, Any]]:
+def scan(rows: Iterable[Row], run: str) -> list[RoundRow]:
     """The rows of a run's statistics from its events alone, in one pass with no saved state:
     the definition :func:`round_stats` must equal."""
     acc = RoundStats()
@@ -186,7 +186,7 @@ def test_retained_questions_are_counted_from_their_scores(store: Recorder) -> No
     log.commit(retained=7)  # a summary that says otherwise is not the count
     log.question("q3", 0.5, active="C1").question("q4", 0.4, active="C1").commit()
     store.append(log.events())
-    assert [r["retained"] for r in round_stats(store, log.run)] == [1, 2]
+    assert [r.retained for r in round_stats(store, log.run)] == [1, 2]
     assert round_stats(store, log.run) == scan(log.rows(), log.run)
 
 

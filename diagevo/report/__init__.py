@@ -84,7 +84,7 @@ def comparison_html(store: Recorder, runs: list[str], db_url: str, command: Call
     return Comparison(
         html=page_html("compare.html", comparison_page(data, db_url, command)),
         runs=tuple(data.runs),
-        rounds={run: tuple(row["round"] for row in data.rounds[run]) for run in data.runs},
+        rounds={run: tuple(row.round for row in data.rounds[run]) for run in data.runs},
         metrics=tuple(data.metrics),
     )
 

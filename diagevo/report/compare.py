@@ -17,6 +17,7 @@ from typing import Any
 from diagevo.log import Recorder
 from diagevo.report import figures
 from diagevo.report.page import Chart, Table, chart, table
+from diagevo.results.stats import RoundRow
 from diagevo.text.words import plural
 from diagevo.views.stats import LABEL_FIGURES, filled, is_family_detail, metric_columns, round_stats
 
@@ -46,7 +47,7 @@ class Compared:
     """The runs of a comparison, in the order given, and their per-round statistics."""
 
     runs: list[str]
-    rounds: dict[str, list[dict[str, Any]]]  # run -> views.stats.filled (every metric column of any run)
+    rounds: dict[str, list[RoundRow]]  # run -> views.stats.filled (every metric column of any run)
     metrics: list[str]  # the metric columns: held-out and pseudo-label accuracy, the label figures first
 
     def series(self) -> list[tuple[str, str, str]]:
@@ -66,9 +67,9 @@ def load_runs(store: Recorder, runs: Sequence[str]) -> Compared:
     return Compared(list(runs), {run: filled(rows, metrics) for run, rows in stats.items()}, metrics)
 
 
-def _last(rows: list[dict[str, Any]], column: str) -> Any:
+def _last(rows: list[RoundRow], column: str) -> Any:
     """The column's value at the last round that has one."""
-    return next((r[column] for r in reversed(rows) if r[column] is not None), None)
+    return next((v for r in reversed(rows) if (v := r.value(column)) is not None), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from diagevo.curriculum.stats import question_stats
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.fold import InvariantError, Row
 from diagevo.memory.state import Memory
+from diagevo.results.stats import RoundRow
 from diagevo.views.admission import Admission, admission
 from diagevo.views.memory import commit_memories
 from diagevo.views.queries import step_row
@@ -107,7 +108,7 @@ class RunData:
     seed: int
     last_seq: int
     recorded_at: str
-    rounds: list[dict[str, Any]]  # a row per committed round: views.stats.filled, every metric by name
+    rounds: list[RoundRow]  # a row per committed round: views.stats.filled, every metric by name
     timing: list[PhaseTime]
     benchmarks: list[BenchmarkScore]  # by benchmark, then round
     heldout_detail: list[FamilyAccuracy]
@@ -123,7 +124,7 @@ class RunData:
         """The metric columns of ``rounds`` beyond held-out and pseudo-label accuracy and the label
         figures: a trainer's ``--metric``, ``bench/NAME``, by name."""
         shown = {*COLUMNS, *_ALWAYS, *LABEL_FIGURES}
-        return [c for c in self.rounds[0] if c not in shown] if self.rounds else []
+        return [c for c in self.rounds[0].figures if c not in shown] if self.rounds else []
 
     @property
     def committed(self) -> list[int]:

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from diagevo.report.svg import Axis, Bars, Line, Panel, Style, chart
 from diagevo.report.svg import heatmap as heat
+from diagevo.results.stats import LifecycleRow, RoundRow
 
 if TYPE_CHECKING:
     from diagevo.report.data import BenchmarkScore, FamilyAccuracy, PhaseTime, QuestionStats
 
-Rows = Sequence[Mapping[str, Any]]
+Rows = Sequence[Mapping[str, Any]]  # the GRPO steps' rows (TRL's fields by name)
+Rounds = Sequence[RoundRow]
 
 # one style per series, distinguishable in grey scale: colour, marker, dashes
 STYLES = [
@@ -53,6 +55,11 @@ def _points(rows: Rows, column: str, x: str = "round") -> list[tuple[float, floa
     return [(r[x], v) for r in rows if isinstance(v := r.get(column), (int, float)) and math.isfinite(v)]
 
 
+def _by_round(rounds: Rounds, column: str) -> list[tuple[float, float]]:
+    """(round, value) of the rounds whose ``column`` holds a finite number."""
+    return [(r.round, v) for r in rounds if (v := r.number(column)) is not None and math.isfinite(v)]
+
+
 def _rounds(rounds: Iterable[float]) -> Axis:
     """A round on each tick, with room for a bar's half at both ends."""
     ticks = sorted(set(rounds))
@@ -76,11 +83,11 @@ def _one(title: str, marks: Sequence[Line | Bars], y: Axis, height: float = 320,
     return chart([Panel(title, marks, _rounds(round(x) for x in xs), y, right)], height=height)
 
 
-def lifecycle(rounds: Rows, title: str = "Memory lifecycle") -> str:
+def lifecycle(rounds: Sequence[LifecycleRow], title: str = "Memory lifecycle") -> str:
     """Fig. 3b: Active and Mastered causes per round (stacked bars, the Mastered part hatched,
     ``a+m`` above each) and skill nodes (a line with square markers)."""
-    x = [r["round"] for r in rounds]
-    active, mastered = [r["active"] for r in rounds], [r["mastered"] for r in rounds]
+    x = [r.round for r in rounds]
+    active, mastered = [r.active for r in rounds], [r.mastered for r in rounds]
     marks: list[Line | Bars] = [
         Bars("Active causes (solid)", x, active, ACTIVE),
         Bars(
@@ -91,16 +98,16 @@ def lifecycle(rounds: Rows, title: str = "Memory lifecycle") -> str:
             bottoms=active,
             notes=[f"{a}+{m}" for a, m in zip(active, mastered, strict=True)],
         ),
-        Line("skill nodes (line, ■ markers)", _points(rounds, "nodes"), Style("#1f1f1f", "s")),
+        Line("skill nodes (line, ■ markers)", [(r.round, r.nodes) for r in rounds], Style("#1f1f1f", "s")),
     ]
     # room above the tallest bar for its "a+m", so no note reaches the title
-    top = max([a + m for a, m in zip(active, mastered, strict=True)] + [r["nodes"] for r in rounds] + [1])
+    top = max([a + m for a, m in zip(active, mastered, strict=True)] + [r.nodes for r in rounds] + [1])
     return _one(title, marks, Axis("count", (0, top * 1.25 + 1)), height=340)
 
 
-def accuracy(rounds: Rows, benchmarks: Sequence[BenchmarkScore]) -> str:
+def accuracy(rounds: Rounds, benchmarks: Sequence[BenchmarkScore]) -> str:
     """Fig. 3a: held-out accuracy per round and every benchmark score recorded for the run."""
-    held = _points(rounds, "heldout_acc")
+    held = _by_round(rounds, "heldout_acc")
     marks = [Line("held-out accuracy", held, STYLES[0])] if held else []
     for j, name in enumerate(dict.fromkeys(b.benchmark for b in benchmarks), start=len(marks)):
         scores = sorted((b for b in benchmarks if b.benchmark == name), key=lambda b: b.round)
@@ -113,10 +120,10 @@ def accuracy(rounds: Rows, benchmarks: Sequence[BenchmarkScore]) -> str:
     return _one("Accuracy per round", marks, _unit("accuracy"))
 
 
-def metrics(rounds: Rows, names: Sequence[str], title: str = "Metrics recorded per round") -> str:
+def metrics(rounds: Rounds, names: Sequence[str], title: str = "Metrics recorded per round") -> str:
     """A curve per metric the run recorded by name (a trainer's ``round commit --metric``), on
     one axis (:func:`_scaled`)."""
-    marks = [Line(name, _points(rounds, name), STYLES[j % len(STYLES)]) for j, name in enumerate(names)]
+    marks = [Line(name, _by_round(rounds, name), STYLES[j % len(STYLES)]) for j, name in enumerate(names)]
     return _one(title, marks, _scaled("value", [v for m in marks for _, v in m.points]))
 
 
@@ -132,7 +139,7 @@ def steps(rows: Rows, fields: Sequence[str]) -> str:
     return chart(panels, width=1280, height=250, columns=4)
 
 
-def overlay(series: Mapping[str, Rows], column: str, title: str, ylabel: str, counts: bool = False) -> str:
+def overlay(series: Mapping[str, Rounds], column: str, title: str, ylabel: str, counts: bool = False) -> str:
     """One column of several runs' per-round statistics on shared axes: a line per run, its
     colour, marker and line style (:data:`STYLES`) by the run's place in ``series``. Each run's
     points sit a little to the side of the round, so runs with equal values stay visible side by
@@ -141,7 +148,7 @@ def overlay(series: Mapping[str, Rows], column: str, title: str, ylabel: str, co
     marks = []
     for j, (run, rows) in enumerate(series.items()):
         shift = (j - (n - 1) / 2) * min(0.08, 0.5 / max(n, 1))
-        points = [(t + shift, v) for t, v in _points(rows, column)]
+        points = [(t + shift, v) for t, v in _by_round(rows, column)]
         marks.append(Line(f"run {run}", points, STYLES[j % len(STYLES)]))
     values = [v for m in marks for _, v in m.points]
     if counts:  # a count of 0 shows its whole marker
@@ -150,13 +157,16 @@ def overlay(series: Mapping[str, Rows], column: str, title: str, ylabel: str, co
     return _one(title, marks, _scaled(ylabel, values))
 
 
-def schedule(rounds: Rows) -> str:
+def schedule(rounds: Rounds) -> str:
     """F_t (bars, left axis) and ε_{t+1} (dashed line with triangles, right axis) per round."""
     f_t = Style("#bdd7ee", hatch=".", edge="#1f4e79")
     marks: list[Line | Bars] = [
-        Bars("F_t (bars, left axis)", [r["round"] for r in rounds], [r["F"] for r in rounds], f_t, width=0.55),
+        Bars("F_t (bars, left axis)", [r.round for r in rounds], [r.F for r in rounds], f_t, width=0.55),
         Line(
-            "ε_t+1 (dashed, ▲, right axis)", _points(rounds, "epsilon_next"), Style("#c00000", "^", "7 3.5"), right=True
+            "ε_t+1 (dashed, ▲, right axis)",
+            _by_round(rounds, "epsilon_next"),
+            Style("#c00000", "^", "7 3.5"),
+            right=True,
         ),
     ]
     right = _unit("ε_t+1: share of free exploration")
@@ -170,13 +180,13 @@ LABEL_LINES = (
 )
 
 
-def pseudo_labels(rounds: Rows) -> str:
+def pseudo_labels(rounds: Rounds) -> str:
     """Fig. 3c: pseudo-label accuracy per round, and the label figures of the questions the solver
     trained on where the run has them (the share of retained questions whose pseudo-label is
     right, the share of positive rewards given to wrong answers)."""
-    labels = _points(rounds, "pseudo_label_acc")
+    labels = _by_round(rounds, "pseudo_label_acc")
     marks = [Line("pseudo-label accuracy on the shared questions", labels, STYLES[2])] if labels else []
-    known = [Line(name, points, style) for column, name, style in LABEL_LINES if (points := _points(rounds, column))]
+    known = [Line(name, points, style) for column, name, style in LABEL_LINES if (points := _by_round(rounds, column))]
     marks += known
     return _one("Pseudo-label accuracy", marks, _unit("share" if known else "majority-vote label accuracy"), height=300)
 

@@ -17,6 +17,7 @@ from diagevo.report import figures
 from diagevo.report.causes import CauseTable, Tree, causes, tree
 from diagevo.report.data import PHASES, BenchmarkScore, PhaseTime, QuestionStats, RunData
 from diagevo.report.page import Chart, Table, cell, chart, table, text
+from diagevo.results.stats import RoundRow
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import plural
 from diagevo.views.queries import STEP_FIELDS
@@ -155,15 +156,15 @@ def header(data: RunData, db_url: str) -> Header:
 
 def summary(data: RunData) -> list[Card]:
     """The cards of the last committed round."""
-    r = data.rounds[-1] if data.rounds else {}
+    r = data.rounds[-1] if data.rounds else None
     cards = [
         ("committed rounds", len(data.committed)),
-        ("held-out accuracy", cell(r.get("heldout_acc"))),
-        ("Active causes", r.get("active", 0)),
-        ("Mastered causes", r.get("mastered", 0)),
-        ("skill nodes", r.get("nodes", 0)),
-        ("F_t", r.get("F", 0)),
-        ("ε next round", cell(r.get("epsilon_next"))),
+        ("held-out accuracy", cell(r.value("heldout_acc") if r else None)),
+        ("Active causes", r.active if r else 0),
+        ("Mastered causes", r.mastered if r else 0),
+        ("skill nodes", r.nodes if r else 0),
+        ("F_t", r.F if r else 0),
+        ("ε next round", cell(r.epsilon_next if r else None)),
         ("causes in all", len(data.stories)),
     ]
     if data.selected:
@@ -177,7 +178,7 @@ def accuracy(data: RunData) -> Accuracy:
     that records no metric has none, and no empty panel)."""
     rounds = data.rounds
     charts = []
-    held = any(r.get("heldout_acc") is not None for r in rounds)
+    held = any(r.value("heldout_acc") is not None for r in rounds)
     if held or data.benchmarks:
         charts.append(
             chart(
@@ -195,8 +196,8 @@ def accuracy(data: RunData) -> Accuracy:
                 "every other metric the run recorded, by name (the metrics a round's commit recorded)",
             )
         )
-    labels = [c for c, _, _ in figures.LABEL_LINES if any(r.get(c) is not None for r in rounds)]
-    if labels or any(r["pseudo_label_acc"] is not None for r in rounds):
+    labels = [c for c, _, _ in figures.LABEL_LINES if any(r.value(c) is not None for r in rounds)]
+    if labels or any(r.value("pseudo_label_acc") is not None for r in rounds):
         caption = "Fig. 3c: accuracy of the majority-vote pseudo-labels on the shared questions"
         if labels:  # where the world knows the truth
             caption += (
@@ -226,7 +227,7 @@ def selected(data: RunData) -> Selected | None:
     return Selected(text(sel.event.benchmark), sel.round, scores)
 
 
-def memory(rounds: Sequence[dict[str, Any]]) -> list[Chart]:
+def memory(rounds: Sequence[RoundRow]) -> list[Chart]:
     return [
         chart(
             "lifecycle",
@@ -268,10 +269,11 @@ ROUND_HEADERS = {
 }
 
 
-def rounds_table(rounds: Sequence[dict[str, Any]]) -> Table:
+def rounds_table(rounds: Sequence[RoundRow]) -> Table:
     """A row per committed round, a column per metric by name; the benchmarks have their table
     under Accuracy."""
-    return table([c for c in rounds[0] if not c.startswith("bench/")], rounds, ROUND_HEADERS)
+    columns = [c for c in rounds[0].columns if not c.startswith("bench/")]
+    return table(columns, [r.to_json() for r in rounds], ROUND_HEADERS)
 
 
 def timing(seconds: Sequence[PhaseTime]) -> ChartTable:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from diagevo.results import Json, JsonRow, Result
@@ -48,8 +48,32 @@ class RoundRow(LifecycleRow):
         """The row as ``memory stats --json`` prints it: the fixed columns, then the figures."""
         return {**{k: getattr(self, k) for k in _FIXED}, **self.figures}
 
+    def value(self, column: str) -> Json:
+        """A column chosen by name (a chart's, a table's): a fixed column's field, else the figure
+        of that name, None where the round has none."""
+        return getattr(self, column) if column in _FIXED_SET else self.figures.get(column)
+
+    @property
+    def columns(self) -> list[str]:
+        """Its columns in order: the fixed ones, then its figures'."""
+        return [*_FIXED, *self.figures]
+
+    def number(self, column: str) -> float | None:
+        """:meth:`value` where it is a number (a figure of another kind, or none: None)."""
+        v = self.value(column)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    def picked(self, names: Sequence[str]) -> RoundRow:
+        """The row with these figures, in this order (None where it has none of a name)."""
+        return replace(self, figures={n: self.figures.get(n) for n in names})
+
+    def with_figures(self, more: Mapping[str, Json]) -> RoundRow:
+        """The row with ``more`` figures after its own."""
+        return replace(self, figures={**self.figures, **more})
+
 
 _FIXED = tuple(f.name for f in fields(RoundRow) if f.name != "figures")
+_FIXED_SET = frozenset(_FIXED)
 
 
 @dataclass(frozen=True)

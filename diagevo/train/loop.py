@@ -43,6 +43,7 @@ from diagevo.files.confined import checkpoint_name, no_links_below, owned_dir, r
 from diagevo.log import Recorder
 from diagevo.log.paths import run_name
 from diagevo.memory.sampler import GenerationRequest
+from diagevo.results.stats import RoundRow
 from diagevo.rounds import (
     OUR_TRAINER,
     Candidate,
@@ -84,7 +85,7 @@ class RoundReport:
     measured, the seconds of each phase and the diagnosis's own counts."""
 
     round: int
-    stats: dict[str, Any]
+    stats: RoundRow
     metrics: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     dedup_truncated: int = 0  # Prompt 2 lists cut to diagnosis.dedup_candidates
@@ -353,9 +354,9 @@ class Trainer:
                 "timing": dict(r.seconds),
             },
         )
-        stats = next(row for row in round_stats(self.store, self.run) if row["round"] == t)
-        report = RoundReport(t, stats, metrics, dict(r.seconds), r.dedup_truncated())
-        figures = {f"round/{k}": v for k, v in numbers({**report.stats, **metrics}).items() if k != "round"}
+        row = next(row for row in round_stats(self.store, self.run) if row.round == t)
+        report = RoundReport(t, row, metrics, dict(r.seconds), r.dedup_truncated())
+        figures = {f"round/{k}": v for k, v in numbers({**row.to_json(), **metrics}).items() if k != "round"}
         self.tracker.log(figures, t)
         self.on_round(report)
         return report

@@ -13,6 +13,7 @@ from typing import Any
 from diagevo.catalog import RoundCommitted, TrainStep
 from diagevo.log import EventReader, EventWriter, Recorder
 from diagevo.log.recorder import StoredEvent
+from diagevo.results.stats import RoundRow
 from diagevo.views.queries import step_row
 from diagevo.views.stats import accumulate
 
@@ -41,15 +42,15 @@ def follow_events(store: Recorder, run: str) -> Iterator[StoredEvent]:
         last = head
 
 
-def follow_stats(store: Recorder, run: str, until_round: int | None = None) -> Iterator[dict[str, Any]]:
+def follow_stats(store: Recorder, run: str, until_round: int | None = None) -> Iterator[RoundRow]:
     """The run's per-round statistics (:mod:`diagevo.views.stats`), a row as each round is
     committed: the rows there are first, then each new one; with ``until_round``, done after
     the row of that round (or a later one)."""
     shown = 0  # the last committed round given
     for _ in heads(store, run):
         for row in accumulate(store, run).rows():
-            if row["round"] > shown:
-                shown = row["round"]
+            if row.round > shown:
+                shown = row.round
                 yield row
                 if until_round is not None and shown >= until_round:
                     return

@@ -12,12 +12,12 @@ from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
 from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
-from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, PendingRow, RoundRow, RunStats, StepRow
+from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, PendingRow, RunStats, StepRow
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.memory import load_memory, resolve_run
-from diagevo.views.stats import MEMORY_COLUMNS, accumulate, metric_columns, round_stats
+from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import CauseStory, UnknownCause, cause_rows, cause_story, recent_cause_rows
 
 
@@ -95,8 +95,8 @@ def stats(store: Recorder, run: str | None = None) -> RunStats:
     metrics = metric_columns(rows)
     disk = checkpoint_disk(store, run_id)  # a backend that records its checkpoints' sizes
     if disk:
-        rows = [{**r, **disk.get(r["round"], {})} for r in rows]
-    return RunStats(run=run_id, rounds=[RoundRow.from_row(r) for r in rows], metrics=metrics, uncommitted=pending)
+        rows = [r.with_figures(disk.get(r.round, {})) for r in rows]
+    return RunStats(run=run_id, rounds=rows, metrics=metrics, uncommitted=pending)
 
 
 STEP_FIELDS = (
@@ -162,4 +162,5 @@ def lifecycle(store: Recorder, run: str | None = None) -> Lifecycle:
     """The memory's lifecycle per committed round: Active, Mastered, nodes, F_t, ε_{t+1}."""
     run_id = resolve_run(store, run)
     rows = round_stats(store, run_id)
-    return Lifecycle(run=run_id, series=[LifecycleRow(**{k: r[k] for k in MEMORY_COLUMNS}) for r in rows])
+    series = [LifecycleRow(r.round, r.active, r.mastered, r.nodes, r.F, r.epsilon_next) for r in rows]
+    return Lifecycle(run=run_id, series=series)

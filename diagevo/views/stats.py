@@ -14,7 +14,7 @@ a read folds only the log after it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -24,6 +24,7 @@ from diagevo.log import Recorder, ViewState
 from diagevo.log.recorder import StoredEvent
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
+from diagevo.results.stats import RoundRow
 from diagevo.views.memory import commit_memories, taken_rows
 
 VIEW = "stats"
@@ -160,15 +161,16 @@ class RoundStats:
             self.commit(mem)
         return self
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One row per committed round: the fixed columns, then its metrics by name."""
+    def rows(self) -> list[RoundRow]:
+        """One row per committed round: its fixed columns, then its metrics by name (the named
+        ones, then ``bench/NAME``)."""
         out = []
         for rnd in sorted(self.sizes):
             counts = self.counts.get(rnd, dict.fromkeys(COUNTED_COLUMNS, 0))
             metrics = self.metrics.get(rnd, {})
             bench = sorted(k for k in metrics if k.startswith("bench/"))
             named = sorted(k for k in metrics if not k.startswith("bench/"))
-            out.append({**self.sizes[rnd], **counts, **{k: metrics[k] for k in (*named, *bench)}})
+            out.append(RoundRow(**self.sizes[rnd], **counts, figures={k: metrics[k] for k in (*named, *bench)}))
         return out
 
     def uncommitted_metrics(self) -> dict[int, dict[str, float]]:
@@ -194,21 +196,21 @@ class RoundStats:
         )
 
 
-def metric_columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+def metric_columns(rows: Iterable[RoundRow]) -> list[str]:
     """The metric columns of these rows, by name, in the order the rows have them (the named
-    metrics, then ``bench/NAME``): every column that is not one of :data:`COLUMNS`."""
+    metrics, then ``bench/NAME``): every figure's name."""
     seen: dict[str, None] = {}
     for r in rows:
-        seen.update(dict.fromkeys(k for k in r if k not in COLUMNS))
+        seen.update(dict.fromkeys(r.figures))
     named = [k for k in seen if not k.startswith("bench/")]
     return [*sorted(named), *sorted(k for k in seen if k.startswith("bench/"))]
 
 
-def filled(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The rows with the same columns, in order: the fixed columns, then each metric column
-    (None where a round has none); ``metrics`` picks and orders them (default: all of the rows')."""
-    names = [*COLUMNS, *(metric_columns(rows) if metrics is None else metrics)]
-    return [{c: r.get(c) for c in names} for r in rows]
+def filled(rows: Sequence[RoundRow], metrics: Sequence[str] | None = None) -> list[RoundRow]:
+    """The rows with the same figures, in order (None where a round has none); ``metrics``
+    picks and orders them (default: all of the rows')."""
+    names = metric_columns(rows) if metrics is None else metrics
+    return [r.picked(names) for r in rows]
 
 
 _DETAIL = ("acc/", *(f"{name}/" for name in LABEL_FIGURES))
@@ -244,7 +246,7 @@ def accumulate(store: Recorder, run: str, *, cached: bool = True, upto_seq: int 
     return acc.commits_added(store, run)
 
 
-def round_stats(store: Recorder, run: str, *, cached: bool = True) -> list[dict[str, Any]]:
+def round_stats(store: Recorder, run: str, *, cached: bool = True) -> list[RoundRow]:
     """One row per committed round of ``run`` (see the module docstring)."""
     return accumulate(store, run, cached=cached).rows()
 
