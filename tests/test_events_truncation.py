@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from diagevo.catalog import RoundCommitted
 from diagevo.log import open_log
+from diagevo.log.checks import verify_chain
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.verify import verify_run
 from tests.conftest import Backend
@@ -61,7 +62,7 @@ def test_a_cut_off_last_round_is_detected(backend: Backend, db_url: str, capsys:
     backend.disable_append_only(db_url)
     _raw(backend, db_url, f"DELETE FROM events WHERE seq > {commits[2]}")
     with open_log(db_url) as store:
-        assert store.verify_chain("t") == []  # a prefix of a chain is a chain
+        assert verify_chain(store, "t") == []  # a prefix of a chain is a chain
         problems = verify_run(store, "t")
     assert stats_at > commits[2]
     assert problems == [

@@ -10,6 +10,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
 from diagevo.log import Recorder, StoreError
+from diagevo.log.checks import verify_chain
 from diagevo.schemas import EventIn
 from tests.conftest import Backend
 from tests.logs import wire_event
@@ -102,5 +103,5 @@ def test_an_edit_behind_the_databases_back_shows_in_verify(
         with engine.begin() as conn:
             conn.exec_driver_sql(sql)
         engine.dispose()
-        problems = store.verify_chain("r")
+        problems = verify_chain(store, "r")
     assert len(problems) == 1 and problem in problems[0]

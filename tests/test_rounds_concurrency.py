@@ -10,6 +10,7 @@ from typing import Any
 from diagevo import rounds
 from diagevo.catalog import CauseCreated, FailureAttributed
 from diagevo.log import open_log
+from diagevo.log.checks import verify_chain
 from tests.test_rounds import RUN, candidate, round_one
 
 PRODUCERS = 4
@@ -82,7 +83,7 @@ def test_four_producers_record_into_one_round(backend) -> None:  # type: ignore[
         assert of["promotions.decided"] == 1
         [decided] = [e.event for e in events if e.type == "promotions.decided" and e.round == 2]
         assert decided.candidates == PRODUCERS * PER_PRODUCER  # every producer's evidence was in
-        assert store.verify_chain(RUN) == []
+        assert verify_chain(store, RUN) == []
 
 
 # --- diagnosis by many producers -----------------------------------------------------------------

@@ -14,7 +14,8 @@ from typing import Any, cast
 from diagevo.catalog import CATALOG, BatchWithdrawn, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
-from diagevo.log.recorder import PASSED, StoredEvent
+from diagevo.log.checks import PASSED, checked_rows
+from diagevo.log.recorder import StoredEvent
 from diagevo.log.registry import stored_problem
 from diagevo.log.stored import column_problem
 from diagevo.memory.counting import Audit, audit
@@ -31,7 +32,7 @@ VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 @validated
 def verify_run(store: Recorder, run: str) -> list[str]:
     """One line per problem (empty: the run is intact): the hash chain, the texts and id columns
-    (``Recorder.verify_chain``), every invariant of the memory over the full
+    (:func:`~diagevo.log.checks.verify_chain`), every invariant of the memory over the full
     log, snapshots equal to the fold, the stats equal to the log, no saved state the log does
     not vouch for."""
     return verdict(store, run).problems
@@ -73,13 +74,13 @@ def verdict(store: Recorder, run: str) -> Verdict:
 
 
 def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.RoundStats, upto: int) -> Audit | None:
-    """The chain's problems (``Recorder.verify_chain``), appended to ``problems``, and the
+    """The chain's problems (:func:`~diagevo.log.checks.verify_chain`), appended to ``problems``, and the
     audit of the rows folded as they are checked, each the fold takes up to seq ``upto`` also
     added to ``counts`` (as ``memory stats`` counts it): one read of the log. None when a row is
     one the fold cannot read (:func:`unread`; the chain gives no row past the first). A row of a
     version newer than its class stops the fold, as it stops every reader (:class:`NewerEvent`),
     unless a row past it is one the fold cannot read."""
-    rows = store.checked_rows(run, problems)
+    rows = checked_rows(store, run, problems)
 
     def took(row: StoredEvent) -> None:
         if row.seq <= upto:
