@@ -17,6 +17,7 @@ import pytest
 from diagevo.log import open_log
 from diagevo.report import figures
 from diagevo.report.svg import NOTE
+from diagevo.results.stats import LifecycleRow
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_diagnosis_pipeline import D1, L1, NEW, NEW_LABEL, RUN, j, seed
@@ -24,10 +25,7 @@ from tests.test_train_outage import deduplicate
 
 
 def test_lifecycle_round_labels_stay_clear_of_the_chart_title() -> None:
-    rounds = [
-        {"round": t, "active": a, "mastered": m, "nodes": n}
-        for t, a, m, n in ((1, 4, 0, 2), (2, 3, 1, 3), (3, 2, 2, 3))
-    ]
+    rounds = [LifecycleRow(t, a, m, n, 0.0, 1.0) for t, a, m, n in ((1, 4, 0, 2), (2, 3, 1, 3), (3, 2, 2, 3))]
     svg = ElementTree.fromstring(figures.lifecycle(rounds))
     ns = "{http://www.w3.org/2000/svg}"
     area = svg.find(f".//{ns}rect[@class='area']")

@@ -24,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from diagevo import _EXPORTS
+from diagevo.catalog import CATALOG
 from diagevo.config.base import Setting, settings
 from diagevo.config.sections import DiagnosisConfig, MethodConfig
+from diagevo.diagnosis.probe import TITLES, stage_requests
+from diagevo.diagnosis.tools import llm_diagnostician
 from diagevo.docs import Undocumented
 from diagevo.docs.api import python_api
 from diagevo.docs.pages import root
+from diagevo.train.config import Config
 
 PACKAGE = Path(__file__).resolve().parent.parent
 """The ``diagevo`` package's folder: the sources the error classes and the views are read from."""
@@ -52,8 +56,6 @@ FIELDS = ["| field | default | what it does |", "|---|---|---|"]
 
 def _settings() -> tuple[type, list[Setting]]:
     """The composed config's class and its fields (``diagevo config``'s rows), each described."""
-    from diagevo.train.config import Config
-
     rows = settings(Config())
     undocumented = [r.key for r in rows if not r.help.strip()]
     if undocumented:
@@ -97,8 +99,6 @@ def _annotation(info: Any) -> str:
 
 def events() -> str:
     """Every type of :data:`diagevo.catalog.CATALOG` with its data model's fields."""
-    from diagevo.catalog import CATALOG
-
     out: list[str] = []
     for name, model in CATALOG.items():
         doc = (model.__doc__ or "").strip()
@@ -235,9 +235,6 @@ def _requests() -> tuple[Any, tuple[Any, ...], dict[str, str]]:
     """The LLM diagnostician at the default ``[diagnosis]`` section, serving ``http://SERVER/v1``,
     the request of each stage as ``diagevo doctor`` probes it (built by the code that builds every
     request of a round), and each stage's title."""
-    from diagevo.diagnosis.probe import TITLES, stage_requests
-    from diagevo.diagnosis.tools import llm_diagnostician
-
     diagnostician = llm_diagnostician(DiagnosisConfig(), llm_url="http://SERVER/v1")
     return diagnostician, stage_requests(diagnostician), TITLES
 

@@ -32,7 +32,7 @@ VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 @validated
 def verify_run(store: Recorder, run: str) -> list[str]:
     """One line per problem (empty: the run is intact): the hash chain, the texts and id columns
-    (:func:`~diagevo.log.checks.verify_chain`), every invariant of the memory over the full
+    (``diagevo.log.checks.verify_chain``), every invariant of the memory over the full
     log, snapshots equal to the fold, the stats equal to the log, no saved state the log does
     not vouch for."""
     return verdict(store, run).problems
@@ -74,7 +74,7 @@ def verdict(store: Recorder, run: str) -> Verdict:
 
 
 def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.RoundStats, upto: int) -> Audit | None:
-    """The chain's problems (:func:`~diagevo.log.checks.verify_chain`), appended to ``problems``, and the
+    """The chain's problems (``diagevo.log.checks.verify_chain``), appended to ``problems``, and the
     audit of the rows folded as they are checked, each the fold takes up to seq ``upto`` also
     added to ``counts`` (as ``memory stats`` counts it): one read of the log. None when a row is
     one the fold cannot read (:func:`unread`; the chain gives no row past the first). A row of a
