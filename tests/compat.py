@@ -7,11 +7,15 @@ the wheel of this checkout and the extras the stack names. The torch of the firs
 and every package the stack names, must stay the same version in the second. A resolution that
 fails is a failure too: the stack cannot have diagevo at all.
 
-Prints one line a stack; exit code 1 when any fails.
+Then the reader's fast event constructor, which sets pydantic's own attributes, is tested again
+under the newest pydantic 2.x (:func:`newest_pydantic`: its wheels are this check's one download).
+
+Prints one line a stack, and one for pydantic; exit code 1 when any fails.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -80,6 +84,30 @@ def check(stack: Stack, wheel: Path, work: Path) -> tuple[list[str], str]:
     return problems, f"{len(both)} packages" + (f"; {shown}" if shown else "")
 
 
+NEWEST_PYDANTIC_TESTS = ["tests/test_event_classes.py"]
+"""The event classes' tests, the reader's fast constructor among them (it sets what
+``model_construct`` sets, pydantic's own attributes): run again under the newest pydantic 2.x, so
+that a pydantic which keeps another attribute is found here before a user meets it."""
+
+
+def newest_pydantic(tmp: Path) -> tuple[bool, str]:
+    """The fast constructor's tests under the newest pydantic 2.x and its core, installed apart
+    (``uv pip install --target``, the one download of this check) and put before the tested
+    versions on the path: (passed, what to print)."""
+    target = tmp / "newest-pydantic"
+    install = [find_uv_bin(), "pip", "install", "--quiet", "--target", str(target), "pydantic>=2,<3"]
+    done = subprocess.run(install, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return False, f"the newest pydantic 2.x did not install: {done.stderr.strip()[-300:]}"
+    probe = "import pydantic, pydantic_core; print(pydantic.VERSION, pydantic_core.__version__)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)])}
+    version = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *NEWEST_PYDANTIC_TESTS]
+    run = subprocess.run(pytest, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    last = (run.stdout.strip().splitlines() or ["no output"])[-1]
+    return run.returncode == 0, f"pydantic {version.stdout.strip() or '(unknown)'}: {last}"
+
+
 def main() -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="diagevo-compat-") as tmp:
@@ -92,6 +120,9 @@ def main() -> int:
                 print(f"FAIL {stack.name} + diagevo{extras}: " + "; ".join(problems))
             else:
                 print(f"ok   {stack.name} + diagevo{extras}: {summary}")
+        passed, said = newest_pydantic(Path(tmp))
+        failed += not passed
+        print(f"{'ok  ' if passed else 'FAIL'} the reader's fast constructor under the newest {said}")
     return 1 if failed else 0
 
 
