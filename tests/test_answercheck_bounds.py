@@ -109,19 +109,25 @@ def test_math_verifys_sum_pair_agrees_again() -> None:
         chk.close()
 
 
-def _fake(parse_cut: str = "", verify_cut: str = "", cpu: float = 1.0) -> list[str]:
-    """A worker speaking the protocol: every operation costs ``cpu`` seconds; a parse of a text
-    holding ``parse_cut``, or a verify of one holding ``verify_cut``, is cut by the CPU-time limit
-    (2 s), after which nothing is parsed (a new child); verify is True only for identical texts."""
-    body = f"""
+FAKE_HEAD = """
 import json, sys
-texts = {{}}
-print(json.dumps({{"ready": True, "cpu": 0.5}}), flush=True)
+texts = {}
+print(json.dumps({"ready": True, "cpu": 0.5}), flush=True)
 for line in sys.stdin:
     req = json.loads(line)
     if req["op"] == "parse":
         texts[req["id"]] = req["text"]
-        cut = bool({parse_cut!r}) and {parse_cut!r} in req["text"]
+"""
+"""The fake workers' start: ready, then each request read, a parse's text kept by its id."""
+
+
+def _fake(parse_cut: str = "", verify_cut: str = "", cpu: float = 1.0) -> list[str]:
+    """A worker speaking the protocol: every operation costs ``cpu`` seconds; a parse of a text
+    holding ``parse_cut``, or a verify of one holding ``verify_cut``, is cut by the CPU-time limit
+    (2 s), after which nothing is parsed (a new child); verify is True only for identical texts."""
+    body = (
+        FAKE_HEAD
+        + f"""        cut = bool({parse_cut!r}) and {parse_cut!r} in req["text"]
     else:
         a, b = texts.get(req.get("a")), texts.get(req.get("b"))
         cut = bool({verify_cut!r}) and ({verify_cut!r} in (a or "") or {verify_cut!r} in (b or ""))
@@ -132,6 +138,7 @@ for line in sys.stdin:
         reply = {{"ok": req["op"] == "parse" or a == b, "cpu": {cpu}}}
     print(json.dumps(reply), flush=True)
 """
+    )
     return [sys.executable, "-c", body]
 
 
@@ -261,15 +268,9 @@ def _heavy_fake(cpu: float = 1.0) -> list[str]:
     """A worker whose operations on a text holding ``\\heavy`` need more than one response's own
     limits: under a request's ``cpu_s`` below 1 s they are cut (a new child), under the worker's
     own they answer. Every operation costs ``cpu``; verify is True only for identical texts."""
-    body = f"""
-import json, sys
-texts = {{}}
-print(json.dumps({{"ready": True, "cpu": 0.5}}), flush=True)
-for line in sys.stdin:
-    req = json.loads(line)
-    if req["op"] == "parse":
-        texts[req["id"]] = req["text"]
-        held = [req["text"]]
+    body = (
+        FAKE_HEAD
+        + f"""        held = [req["text"]]
     else:
         held = [texts.get(req.get("a")) or "", texts.get(req.get("b")) or ""]
     if req.get("cpu_s", 2.0) < 1 and any("\\\\heavy" in t for t in held):
@@ -279,6 +280,7 @@ for line in sys.stdin:
         reply = {{"ok": req["op"] == "parse" or held[0] == held[1], "cpu": {cpu}}}
     print(json.dumps(reply), flush=True)
 """
+    )
     return [sys.executable, "-c", body]
 
 
