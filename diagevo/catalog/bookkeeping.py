@@ -7,7 +7,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
-from diagevo.catalog.event import Event, Kind, extra_into
+from diagevo.catalog.event import Event, Kind, StoredData, extra_into
 from diagevo.files.confined import checkpoint_problem
 from diagevo.text.parsing import check_id
 
@@ -17,7 +17,7 @@ solver's care, what the diagnosis left out of deduplication): declared fields, s
 them; a trainer's other figures stay in ``stats``."""
 
 
-def lift_figures(data: dict[str, Any]) -> dict[str, Any]:
+def lift_figures(data: StoredData) -> StoredData:
     """A phase's declared figures out of ``stats`` (where a trainer hands them, and where version
     2 stored them) into their fields: the one rule for a new event and a stored one."""
     stats = data.get("stats")

@@ -30,11 +30,12 @@ Kinds:
 # its bases for each class it builds, and every command that reads the log builds every event class
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from diagevo.errors import BadInput
+from diagevo.results import Json
 from diagevo.text.parsing import error_reason, find_not_utf8, one_line, quoted
 
 KEY_FIELDS = ("cause_id", "active_cause", "mastered_cause", "matched_cause", "failure_id", "question_id")
@@ -97,7 +98,10 @@ def first_error(exc: ValidationError) -> str:
     return one_line(f"{loc}: {msg}" if loc else msg)
 
 
-Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+StoredData: TypeAlias = dict[str, Json]
+"""An event's data as the log stores it: JSON, read back as written (what an upcaster reshapes)."""
+
+Upcaster = Callable[[StoredData], StoredData]
 """Reshapes an event's stored JSON (the log's bytes, as written) from one version of its class
 to the next."""
 
@@ -186,7 +190,7 @@ class Event(BaseModel):
         return self._cut
 
     @classmethod
-    def upcast(cls, data: Mapping[str, Any], version: int) -> dict[str, Any]:
+    def upcast(cls, data: Mapping[str, Json], version: int) -> StoredData:
         """Stored data of ``version`` in the current version's shape (a copy)."""
         out = dict(data)
         for upcast in cls.upcasters[version - 1 :]:
@@ -277,7 +281,7 @@ def absent_is_none(*fields: str) -> Upcaster:
     """An upcaster for fields a version added as optional: a stored event of the version before
     lacks them, which means None."""
 
-    def upcast(data: dict[str, Any]) -> dict[str, Any]:
+    def upcast(data: StoredData) -> StoredData:
         for f in fields:
             data.setdefault(f, None)
         return data
@@ -289,7 +293,7 @@ def extra_into(**renamed: str) -> Any:
     """An upcaster for a type whose version before carried undeclared fields (a trainer's free-form
     figures): they are its ``free_form`` field's; a field ``renamed`` takes its new name."""
 
-    def upcast(cls: type[Event], data: dict[str, Any]) -> dict[str, Any]:
+    def upcast(cls: type[Event], data: StoredData) -> StoredData:
         for old, new in renamed.items():
             if old in data:
                 data[new] = data.pop(old)

@@ -24,6 +24,7 @@ from diagevo.catalog.bookkeeping import (
     TrainStep,
 )
 from diagevo.catalog.event import Event, Kind, absent_is_none, extra_into
+from diagevo.results import Json
 from diagevo.text.parsing import check_id
 
 GenerationMode = Literal["free", "targeted", "stitched"]
@@ -343,8 +344,9 @@ class RoundCommitted(Event):
     retained_label_acc_by_skill: dict[str, float] | None = None
     wrong_reward_share: float | None = None
     wrong_reward_share_by_skill: dict[str, float] | None = None
-    timing: dict[str, Any] | None = None  # seconds by phase, a trainer's: the rule "round summary readable" reads them
-    summary: dict[str, Any] | None = None  # the trainer's other figures, free-form
+    # seconds by phase, a trainer's: JSON here; the rule "round summary readable" decides they are numbers
+    timing: dict[str, Json] | None = None
+    summary: dict[str, Json] | None = None  # the trainer's other figures, free-form
 
 
 EVENT_CLASSES: tuple[type[Event], ...] = (
