@@ -214,7 +214,7 @@ class _Round(LazyGroup):
 def _show_version(value: bool) -> None:
     """The package's version (its metadata) and the schema revision its databases are migrated to."""
     if value:
-        from diagevo.log.schema import HEAD_REVISION  # the migrations' head; the log's import for --version alone
+        from diagevo.log.revision import HEAD_REVISION  # the migrations' head; the log's import for --version alone
 
         sys.stdout.write(f"diagevo {version_of_diagevo()} (schema {HEAD_REVISION})\n")
         raise typer.Exit()

@@ -10,10 +10,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from diagevo.files.written import FOLDER_PARTS, database_part
 from diagevo.log import StoreError, sqlite_path
+from diagevo.log.backends import normalise_url
 from diagevo.text.calls import validated
 from diagevo.text.urls import without_password
 
@@ -34,8 +33,8 @@ def beside_database(db_url: str, suffix: str, *, move: bool = True) -> Path:
 
 def _base(db_url: str) -> Path:
     try:
-        u = make_url(db_url)
-    except Exception:  # not a URL the store would accept either; still give a stable place
+        u = normalise_url(db_url)
+    except (StoreError, ValueError):  # not a URL the store would accept either; still give a stable place
         return Path(f"diagevo-{_key(db_url)}")
     try:
         path = sqlite_path(db_url)  # the backend says whether the database is a file

@@ -4,7 +4,8 @@ foreign database, a table named ``events`` that is not diagevo's, an older or ne
 refused without a single byte written. A database of an earlier diagevo's migration chain (before
 the baseline) is told apart by its schema and carried over by :func:`upgrade`
 (:mod:`diagevo.log.old_chain`). The dialect-specific parts (what "empty" means, how a
-migration excludes other writers) come from the backend module.
+migration excludes other writers) come from the backend module. A database already at the head
+never loads this module (nor Alembic): :mod:`diagevo.log.revision` tells it.
 """
 
 from __future__ import annotations
@@ -12,42 +13,28 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection, Engine
 
 from diagevo.errors import NEWER, Call, Fix
+from diagevo.log import old_chain
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
 from diagevo.log.errors import LockTimeout, SchemaOutdated, StoreError
 from diagevo.log.recorder import LOCK_WAIT_S
+from diagevo.log.revision import BASELINE, HEAD_REVISION, RevisionStatus, State, revision_if_plain
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
-if TYPE_CHECKING:  # alembic is imported only when a database is not at HEAD_REVISION
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    from sqlalchemy.engine import Connection, Engine
+__all__ = ["BASELINE", "HEAD_REVISION", "MIGRATE_LOCK_KEY", "RevisionStatus", "State", "revision_if_plain"]
 
 MIGRATE_LOCK_KEY = int.from_bytes(b"diagevo2", "big")  # the migrators' lock (where the backend has one)
-
-
-# old_chain: a revision of the migrations before the baseline (diagevo.log.old_chain); unknown:
-# one this diagevo does not know over diagevo's log (a newer diagevo wrote it)
-State = Literal["up_to_date", "outdated", "old_chain", "empty", "unknown", "foreign"]
-
-
-@dataclass(frozen=True)
-class RevisionStatus:
-    url: str  # redacted
-    current: str | None
-    head: str
-    state: State
-    objects: tuple[str, ...] = ()  # what a foreign database holds (tables, views, ...)
-
-    @property
-    def up_to_date(self) -> bool:
-        return self.state == "up_to_date"
 
 
 def _migrations_dir() -> Path:
@@ -60,8 +47,6 @@ def _migrations_dir() -> Path:
 
 
 def _alembic_config() -> Config:
-    from alembic.config import Config
-
     cfg = Config()
     cfg.set_main_option("script_location", str(_migrations_dir()))
     return cfg
@@ -69,28 +54,7 @@ def _alembic_config() -> Config:
 
 @cache
 def _script() -> ScriptDirectory:
-    from alembic.script import ScriptDirectory
-
     return ScriptDirectory.from_config(_alembic_config())
-
-
-# The newest migration; a test checks it against Alembic's head. A database already there is
-# opened without importing Alembic at all (about a fifth of a second of every command).
-HEAD_REVISION = "0001"
-BASELINE = "0001"  # the first revision of this chain, where an earlier diagevo's log is carried over
-
-
-def revision_if_plain(engine: Engine, url: str) -> str | None:
-    """The database's single ``alembic_version`` row when it also has diagevo's events table (with
-    ``texts``, which the old chain's ``0001`` lacks); None when that is not simply so (then Alembic
-    looks closer)."""
-    with connect(engine, url) as conn:
-        try:
-            rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
-            conn.exec_driver_sql("SELECT seq, event_id, run_id, data, hash, texts FROM events WHERE 1 = 0").fetchall()
-        except sqlalchemy_errors("DBAPIError"):
-            return None
-    return str(rows[0][0]) if len(rows) == 1 else None
 
 
 def head_revision() -> str:
@@ -102,10 +66,6 @@ def head_revision() -> str:
 
 def status_of(conn: Connection, url: str) -> RevisionStatus:
     head = head_revision()
-    from alembic.runtime.migration import MigrationContext
-
-    from diagevo.log import old_chain  # with SQLAlchemy: a read of a current database loads neither
-
     cur = MigrationContext.configure(conn).get_current_revision()
     state: State
     objects: list[str] = []
@@ -132,8 +92,6 @@ _EVENT_COLUMNS = frozenset({"seq", "event_id", "run_id", "round", "type", "data"
 def _has_our_events(conn: Connection) -> bool:
     """Whether the schema's ``events`` table is diagevo's (read from the catalog: a failing
     SELECT would abort a PostgreSQL transaction)."""
-    from sqlalchemy import inspect
-
     insp = inspect(conn)
     if not insp.has_table("events"):
         return False
@@ -208,16 +166,12 @@ def migration_tx(engine: Engine, url: str, lock_wait_s: float = LOCK_WAIT_S) -> 
 def upgrade_in(conn: Connection, target: str = "head") -> None:
     cfg = _alembic_config()
     cfg.attributes["connection"] = conn
-    from alembic import command
-
     command.upgrade(cfg, target)
 
 
 def carry_over(conn: Connection) -> None:
     """An earlier diagevo's database (the migrations before the baseline) at the baseline, its log
     appended as it was, in the caller's transaction (:mod:`diagevo.log.old_chain`)."""
-    from diagevo.log import old_chain
-
     count = old_chain.hold_rows(conn)
     old_chain.drop_old(conn)
     upgrade_in(conn, BASELINE)

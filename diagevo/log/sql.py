@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import type_names
-from diagevo.log import schema
+from diagevo.log import revision
 from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
 from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Pending, Prepared, chain
 from diagevo.log.errors import StoreError
@@ -105,21 +105,28 @@ class SQLRecorder(Recorder):
     # --- schema -------------------------------------------------------------------------------
 
     def _ensure_schema(self, migrate_empty: bool) -> None:
-        if schema.revision_if_plain(self._engine, self.url) == schema.HEAD_REVISION:
-            status = None
-        else:
-            status = schema.consistent_status(self._engine, self.url)
-        if status is not None and not status.up_to_date:
-            if status.state != "empty" or not migrate_empty:
-                raise schema.refusal(status)
-            with schema.migration_tx(self._engine, self.url, self.lock_wait_s) as conn:
-                status = schema.status_of(conn, self.url)  # another process may have migrated meanwhile
-                if status.state == "empty":
-                    schema.upgrade_in(conn)
-                elif not status.up_to_date:
-                    raise schema.refusal(status)
+        if revision.revision_if_plain(self._engine, self.url) != revision.HEAD_REVISION:
+            self._migrate_if_empty(migrate_empty)
         self._ours = True
         self._engine.dispose()  # connections opened from here on switch the file to WAL
+
+    def _migrate_if_empty(self, migrate_empty: bool) -> None:
+        """A database not simply at the head, looked at closer by Alembic (loaded here alone: a
+        current database never needs it): migrated where it is empty and ``migrate_empty``,
+        else refused unless it is up to date after all."""
+        from diagevo.log import schema
+
+        status = schema.consistent_status(self._engine, self.url)
+        if status.up_to_date:
+            return
+        if status.state != "empty" or not migrate_empty:
+            raise schema.refusal(status)
+        with schema.migration_tx(self._engine, self.url, self.lock_wait_s) as conn:
+            status = schema.status_of(conn, self.url)  # another process may have migrated meanwhile
+            if status.state == "empty":
+                schema.upgrade_in(conn)
+            elif not status.up_to_date:
+                raise schema.refusal(status)
 
     # --- transactions -------------------------------------------------------------------------
 

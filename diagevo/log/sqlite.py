@@ -27,7 +27,7 @@ from diagevo.files.written import database_part
 from diagevo.log import backends
 from diagevo.log.errors import MissingDatabase, StoreError
 from diagevo.log.recorder import busy
-from diagevo.log.schema import HEAD_REVISION
+from diagevo.log.revision import HEAD_REVISION
 from diagevo.log.sql import SQLRecorder
 from diagevo.text.urls import redact_url
 

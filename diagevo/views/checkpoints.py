@@ -22,6 +22,7 @@ from diagevo.catalog import CheckpointPruned, CheckpointWritten, RunConfigured, 
 from diagevo.errors import NotFound
 from diagevo.files.confined import checkpoint_dir, checkpoint_name, owned_dir
 from diagevo.log import EventReader, StoredEvent
+from diagevo.log.paths import beside_database, run_name
 from diagevo.memory.checkpoints import CHECKPOINT_READS, checkpoint_verdicts
 from diagevo.memory.state import Refusal
 from diagevo.views.configs import recovery
@@ -72,8 +73,6 @@ def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
     """Where the checkpoints ``run``'s log names may lie, in the order they are looked for: the
     run's folder under ``root`` (:func:`runs_root`), then its fork source's, and so on (a fork's
     copied rounds wrote theirs there), each reached without a link."""
-    from diagevo.log.paths import run_name  # loaded by the commands that read checkpoints (it loads sqlalchemy)
-
     folders: list[Path] = []
     seen: set[str] = set()
     current: str | None = run
@@ -88,8 +87,6 @@ def checkpoint_folders(store: EventReader, run: str, root: Path) -> list[Path]:
 def runs_root(store: EventReader, given: Path | None = None) -> Path:
     """The folder the run folders lie in: ``given`` (the command's ``train.out_dir`` or
     ``--out-dir``), else the database's folder (``runs``). Never a folder a row names."""
-    from diagevo.log.paths import beside_database
-
     return Path(given) if given is not None else beside_database(store.url, ".runs", move=False)
 
 
