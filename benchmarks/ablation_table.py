@@ -340,9 +340,30 @@ def read_rounds(dbs: list[str]) -> list[CellRound]:
     return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
 
 
-def mini_tables(rows: list[CellRound], svg: str | None, pair: str | None = None) -> str:
-    """The primary outcome first, each arm's change over the pair, then the per-arm, per-round
-    table (mean ± 95 % half-width across seeds) with the label figures beside held-out accuracy."""
+def contrast(rows: list[CellRound], arm: str, other: str) -> str:
+    """``arm`` minus ``other`` after the last round both reached, paired by seed: held-out accuracy
+    (each seed's difference named) and the shared questions' label accuracy."""
+    last = min(max((r.round for r in rows if r.arm == a), default=0) for a in (arm, other))
+    at = {a: {r.seed: r for r in rows if r.arm == a and r.round == last} for a in (arm, other)}
+    seeds = sorted(set(at[arm]) & set(at[other]))
+    if len(seeds) < 2:
+        return f"- {arm} − {other}: fewer than two seeds with both arms' round {last}"
+    held = [at[arm][s].heldout_acc - at[other][s].heldout_acc for s in seeds]
+    shared = [at[arm][s].shared_label_acc - at[other][s].shared_label_acc for s in seeds]
+    (d, h), (ds, hs) = _interval(held), _interval(shared)
+    each = ", ".join(f"seed {s} {x:+.3f}" for s, x in zip(seeds, held))
+    return (
+        f"- {arm} − {other}, round {last}, paired by seed: held-out {d:+.3f} ± {h:.3f} (95 % t interval, "
+        f"{d - h:+.3f} to {d + h:+.3f}; {each}); shared labels right {ds:+.3f} ± {hs:.3f}"
+    )
+
+
+def mini_tables(
+    rows: list[CellRound], svg: str | None, pair: str | None = None, contrasts: list[list[str]] | None = None
+) -> str:
+    """The primary outcome first, each arm's change over the pair, the ``contrasts`` asked for
+    (pairs of arms), then the per-arm, per-round table (mean ± 95 % half-width across seeds) with
+    the label figures beside held-out accuracy."""
     arms = sorted({r.arm for r in rows})
     skills = sorted({s for r in rows for s in r.by_skill})
     last = {a: max((r.round for r in rows if r.arm == a), default=0) for a in arms}
@@ -418,7 +439,9 @@ def mini_tables(rows: list[CellRound], svg: str | None, pair: str | None = None)
         with open(svg, "w", encoding="utf-8") as f:
             f.write(_svg(curves, first=0 if start is not None else 1))
     fig = figure_3c_table(rows) if any(r.arm in FIGURE_3C for r in rows) else ""
-    return "\n".join([primary, "", *gains, *([""] if gains else []), *out, *(["", fig] if fig else [])])
+    paired = [contrast(rows, a, b) for a, b in contrasts or []]
+    blocks = [*gains, *([""] if gains else []), *paired, *([""] if paired else [])]
+    return "\n".join([primary, "", *blocks, *out, *(["", fig] if fig else [])])
 
 
 # Figure 3(c)'s three settings, in the paper's order, and its figures: round 1 (pure free only) and round 5
@@ -511,6 +534,13 @@ if __name__ == "__main__":
     ap.add_argument("--pair", help="with --log: the pair's directory (its mini.json): round 0 and each arm's gain")
     ap.add_argument("--cells", help="with --log: a cells file (--save-cells) whose cells no log holds join the tables")
     ap.add_argument("--save-cells", help="with --log: write every cell's rounds (the logs' and --cells') here")
+    ap.add_argument(
+        "--contrast",
+        nargs=2,
+        action="append",
+        metavar=("ARM", "OTHER"),
+        help="with --log or --cells: ARM minus OTHER after the last round, paired by seed (repeatable)",
+    )
     args = ap.parse_args()
     if args.log or args.cells:  # the cells file alone: the tables of the cells it holds
         by_skill = pair_accuracy(args.pair)[1] if args.pair else None
@@ -519,6 +549,6 @@ if __name__ == "__main__":
             if by_skill is None:
                 raise SystemExit("--save-cells needs --pair (the file names the pair its cells started from)")
             save_cells(args.save_cells, rows, by_skill)
-        print(mini_tables(rows, args.svg, args.pair))
+        print(mini_tables(rows, args.svg, args.pair, args.contrast))
     else:
         main(args.paths)

@@ -126,3 +126,20 @@ def test_the_regime_trains_the_missing_cells_jobs_at_a_time_and_gathers_after_ea
     # seed 0's finished cells are skipped; the next two cells share a part across the seeds
     assert batches == [[(0, "pure free"), (1, "full")], [(1, "pure free"), (1, "oracle")]]
     assert gathered == [1, 2]
+
+
+def test_a_contrast_pairs_two_arms_by_seed_at_their_last_common_round(table) -> None:  # noqa: ANN001
+    """check − full over seeds 0 and 1: differences 0.10 and 0.20 at round 2 (the check's round 3
+    has no partner), mean 0.15, sd 0.0707, t(0.975, 1) = 12.706: half-width 0.635."""
+    rows = (
+        rounds(table, "full", 0, [0.5, 0.5])
+        + rounds(table, "full", 1, [0.5, 0.4])
+        + rounds(table, "check", 0, [0.5, 0.6, 0.9])
+        + rounds(table, "check", 1, [0.5, 0.6])
+    )
+    line = table.contrast(rows, "check", "full")
+    assert line.startswith("- check − full, round 2, paired by seed: held-out +0.150 ± 0.635 ("), line
+    assert "-0.485 to +0.785; seed 0 +0.100, seed 1 +0.200)" in line and line.endswith(
+        "shared labels right +0.000 ± 0.000"
+    )
+    assert "fewer than two seeds" in table.contrast(rows[:4] + rows[4:7], "check", "full")
