@@ -43,10 +43,9 @@ def environmental(exc: OSError) -> bool:
 def one_line_of(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
-    from diagevo.cli.fixes import message  # an error's path alone pays for the fixes' tables
+    from diagevo.cli.fixes import message_line  # an error's path alone pays for the fixes' tables
 
-    said = redact_text(message(exc)).strip()
-    return one_line(said.splitlines()[0], 390) if said else type(exc).__name__  # with "error: ", at most 400
+    return message_line(exc, 390)  # with "error: ", at most 400
 
 
 def error_lines(exc: DiagevoError) -> list[Any]:

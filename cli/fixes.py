@@ -26,6 +26,8 @@ from diagevo.cli.common import database, spell
 from diagevo.config.base import ConfigError
 from diagevo.errors import NEWER, ON_PATH, VLLM_CPU, Argument, Call, Check, DiagevoError, Fix, Override, Step
 from diagevo.errors.installation import Installation, installation
+from diagevo.text.parsing import one_line
+from diagevo.text.redaction import redact_text
 from diagevo.text.untrusted import shell_join, shell_word
 from diagevo.text.words import you_mean
 
@@ -202,6 +204,24 @@ def message(exc: BaseException) -> str:
     if isinstance(exc, ConfigError) and exc.value is not None and exc.meant:
         return set_options_meant(exc)
     return exc.reading(lambda fix: f"`{spell_fix(fix, about=exc.about)}`")
+
+
+def message_line(exc: BaseException, width: int) -> str:
+    """:func:`message` on one line of at most ``width`` characters, without credentials. A message
+    too long for it that ends in a fix (the command to run) keeps the fix whole: its explanation is
+    cut before it, and what follows the fix is kept only where it fits (a fix that would fill most
+    of the line is cut as any line is)."""
+    said = redact_text(message(exc)).strip()
+    first = said.splitlines()[0] if said else type(exc).__name__
+    if len(first) <= width or not isinstance(exc, DiagevoError) or exc.fix is None or isinstance(exc, ConfigError):
+        return one_line(first, width)
+    fix = redact_text(f"`{spell_fix(exc.fix, about=exc.about)}`")
+    fix = f" ({fix})" if exc.aside else f" {fix}"
+    if len(fix) > width * 2 // 3:
+        return one_line(first, width)
+    head = one_line(redact_text(exc.message), width - len(fix))
+    then = (" " if exc.then[:1].isspace() else "") + " ".join(redact_text(exc.then).split())
+    return head + fix + (then if len(head) + len(fix) + len(then) <= width else "")
 
 
 def set_options_meant(exc: ConfigError) -> str:

@@ -548,3 +548,21 @@ def test_a_resumed_run_names_the_field_a_set_breaks_against_its_stored_config(
     code, _, err = run_cli(capsys, *args, "--rounds", "2", "--resume", "--set", "filter.p_low=0.6")
     assert_one_line_error(code, err, "error: config: filter: need p_low <= p_high")
     assert "validation error" not in err
+
+
+def test_a_long_refusal_keeps_its_command_whole_and_cuts_its_explanation() -> None:
+    """An outage's refusal names the cause at length and ends in the command that resumes the run:
+    past the line's 390 characters the explanation is cut, never the command (a run stopped under
+    a long folder lost the resume command to the cut)."""
+    from diagevo.cli.ending import one_line_of
+    from diagevo.errors import RetryLater, resume_call
+
+    resume = resume_call("down", "/t/" + "d" * 150)
+    why = "run 'down' stopped in round 2, not committed: 36 of 72 failures failed to diagnose (" + "x" * 300 + ")"
+    said = one_line_of(
+        RetryLater(f"{why}; once the diagnostician answers, continue with", resume, then=" (waited 3 s)")
+    )
+    assert len(said) <= 390 and said.startswith("run 'down' stopped in round 2, not committed: 36 of 72"), said
+    assert said.endswith(f"… `diagevo train --resume --run down --out-dir /t/{'d' * 150}`"), said  # no room for `then`
+    short = one_line_of(RetryLater("stopped; continue with", resume, then=" (waited 3 s)"))
+    assert short == f"stopped; continue with `diagevo train --resume --run down --out-dir /t/{'d' * 150}` (waited 3 s)"
