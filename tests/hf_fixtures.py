@@ -34,6 +34,7 @@ def smollm2_model(warm_steps: int = 24) -> Path:
     test runs under ``$DIAGEVO_MODEL_CACHE`` (default ``~/.cache/diagevo/models``, outside the
     repository) while the builder and its warm-up corpus are unchanged. A half-built directory
     (no provenance) is built again."""
+    import fcntl
     import os
     import shutil
 
@@ -43,9 +44,11 @@ def smollm2_model(warm_steps: int = 24) -> Path:
     key = hashlib.sha256(f"{source}{warm_steps}".encode()).hexdigest()[:12]
     root = Path(os.environ.get("DIAGEVO_MODEL_CACHE") or Path.home() / ".cache" / "diagevo" / "models")
     out = root / f"smollm2-w{warm_steps}-{key}"
-    if not (out / pretrained.PROVENANCE).is_file():
-        if out.exists():
-            shutil.rmtree(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pretrained.build(out, warm=pretrained.FormatWarmUp(steps=warm_steps))
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{out.name}.lock", "w") as lock:  # two test processes (pytest -n) build it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / pretrained.PROVENANCE).is_file():
+            if out.exists():
+                shutil.rmtree(out)
+            pretrained.build(out, warm=pretrained.FormatWarmUp(steps=warm_steps))
     return out
