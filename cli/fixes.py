@@ -207,21 +207,21 @@ def message(exc: BaseException) -> str:
 
 
 def message_line(exc: BaseException, width: int) -> str:
-    """:func:`message` on one line of at most ``width`` characters, without credentials. A message
-    too long for it that ends in a fix (the command to run) keeps the fix whole: its explanation is
-    cut before it, and what follows the fix is kept only where it fits (a fix that would fill most
-    of the line is cut as any line is)."""
+    """:func:`message` on one line, without credentials: its explanation at most ``width``
+    characters (a huge bad value is not echoed), then its fix (the command to run) whole where it
+    is no longer than ``width`` itself, never cut into a command that runs something else. What
+    follows the fix stays where the line is within twice ``width``."""
     said = redact_text(message(exc)).strip()
     first = said.splitlines()[0] if said else type(exc).__name__
     if len(first) <= width or not isinstance(exc, DiagevoError) or exc.fix is None or isinstance(exc, ConfigError):
         return one_line(first, width)
     fix = redact_text(f"`{spell_fix(exc.fix, about=exc.about)}`")
     fix = f" ({fix})" if exc.aside else f" {fix}"
-    if len(fix) > width * 2 // 3:
+    if len(fix) > width:  # a fix as long as a line (a huge id in it): cut as any line
         return one_line(first, width)
-    head = one_line(redact_text(exc.message), width - len(fix))
+    head = one_line(redact_text(exc.message), width)
     then = (" " if exc.then[:1].isspace() else "") + " ".join(redact_text(exc.then).split())
-    return head + fix + (then if len(head) + len(fix) + len(then) <= width else "")
+    return head + fix + (then if len(head) + len(fix) + len(then) <= 2 * width else "")
 
 
 def set_options_meant(exc: ConfigError) -> str:

@@ -550,19 +550,22 @@ def test_a_resumed_run_names_the_field_a_set_breaks_against_its_stored_config(
     assert "validation error" not in err
 
 
-def test_a_long_refusal_keeps_its_command_whole_and_cuts_its_explanation() -> None:
+def test_a_long_refusal_keeps_its_command_whole_and_cuts_its_explanation(monkeypatch: pytest.MonkeyPatch) -> None:
     """An outage's refusal names the cause at length and ends in the command that resumes the run:
-    past the line's 390 characters the explanation is cut, never the command (a run stopped under
-    a long folder lost the resume command to the cut)."""
+    the explanation is cut at the line's 390 characters, the command never (a run stopped under a
+    long folder lost the end of its resume command to the cut: a command that runs something else)."""
+    from diagevo.cli import common
     from diagevo.cli.ending import one_line_of
     from diagevo.errors import RetryLater, resume_call
 
+    monkeypatch.setattr(common, "_acting_on", [None])  # no database acted on: the command has no --db
     resume = resume_call("down", "/t/" + "d" * 150)
+    command = f"`diagevo train --resume --run down --out-dir /t/{'d' * 150}`"
     why = "run 'down' stopped in round 2, not committed: 36 of 72 failures failed to diagnose (" + "x" * 300 + ")"
-    said = one_line_of(
-        RetryLater(f"{why}; once the diagnostician answers, continue with", resume, then=" (waited 3 s)")
-    )
-    assert len(said) <= 390 and said.startswith("run 'down' stopped in round 2, not committed: 36 of 72"), said
-    assert said.endswith(f"… `diagevo train --resume --run down --out-dir /t/{'d' * 150}`"), said  # no room for `then`
+    message = f"{why}; once the diagnostician answers, continue with"
+    said = one_line_of(RetryLater(message, resume, then=" (waited 3 s)"))
+    assert said == f"{message[:389]}… {command} (waited 3 s)", said
     short = one_line_of(RetryLater("stopped; continue with", resume, then=" (waited 3 s)"))
-    assert short == f"stopped; continue with `diagevo train --resume --run down --out-dir /t/{'d' * 150}` (waited 3 s)"
+    assert short == f"stopped; continue with {command} (waited 3 s)"
+    huge = resume_call("r" * 512)  # a fix as long as a line: cut as any line is
+    assert len(one_line_of(RetryLater("stopped; continue with", huge))) == 390
