@@ -4,8 +4,8 @@ foreign database, a table named ``events`` that is not diagevo's, an older or ne
 refused without a single byte written. A database of an earlier diagevo's migration chain (before
 the baseline) is told apart by its schema and carried over by :func:`upgrade`
 (:mod:`diagevo.log.old_chain`). The dialect-specific parts (what "empty" means, how a
-migration excludes other writers) come from the backend module. A database already at the head
-never loads this module (nor Alembic): :mod:`diagevo.log.revision` tells it.
+migration excludes other writers) come from the backend module. Opening a log already at the head
+loads neither this module nor Alembic: :mod:`diagevo.log.revision` tells it is there.
 """
 
 from __future__ import annotations
