@@ -123,3 +123,17 @@ def test_round_record_from_verl_names_the_data_extra(tmp_path: Path) -> None:
     [line] = done.stderr.strip().splitlines()
     assert "needs pyarrow" in line and "[data]" in line, line
     assert _files(tmp_path) == before
+
+
+def test_the_library_refuses_the_hf_backend_without_its_extra_by_the_doctors_check(tmp_path: Path) -> None:
+    """``diagevo.make_backend`` on an hf config raises the doctor's refusal (NotReady, naming the
+    packages and the hf extra) before any model is touched, as ``train``'s preflight does."""
+    code = (
+        "import diagevo\nfrom diagevo.errors import NotReady\nfrom diagevo.train.config import load_config\n"
+        f"config = load_config({str(ROOT / 'configs' / 'tiny-hf.toml')!r})\n"
+        "try:\n    diagevo.make_backend(config)\nexcept NotReady as exc:\n"
+        "    print([(c.name, c.status, c.fix.extras) for c in exc.needs])\n"
+    )
+    done = _child(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('hf packages', 'missing', ('hf',))]", done.stdout

@@ -28,6 +28,7 @@ from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.train.config import load_config
 from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import attention
+from diagevo.train.hf.backend import HFBackend
 from diagevo.train.run import TrainOptions, train
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.verify import verify_run
@@ -126,8 +127,6 @@ def run_check(
     """One round of ``configs/gpu-check.toml`` with both roles from ``model``, into ``out``."""
     require_use("the hf backend (train, eval, gpu-check)", "gpu-check")  # vLLM when installed (else generate)
     import torch
-
-    from diagevo.train.hf.backend import HFBackend
 
     config = shipped(CONFIG)
     if config is None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
-from diagevo.doctor import preflight, require
-from diagevo.errors import BadInput, Fix, NotFound, Unavailable, open_call, resume_call
+from diagevo.doctor import check_hf, preflight, require
+from diagevo.errors import BadInput, NotFound, open_call, resume_call
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.state import Refusal
 from diagevo.rounds import OUR_TRAINER, configure_run, run_trainer, start_run, stored_config
@@ -29,6 +29,8 @@ from diagevo.train.backend import Backend
 from diagevo.train.config import Config
 from diagevo.train.folders import RunFolders
 from diagevo.train.hf import distributed
+from diagevo.train.hf.backend import HFBackend
+from diagevo.train.mini.world import MiniErrors, truth, variants
 from diagevo.train.sim.backend import SimBackend
 from diagevo.views.checkpoints import stored_out_dir_note
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
@@ -38,26 +40,15 @@ if TYPE_CHECKING:
     from diagevo.train.loop import RoundReport
 
 
-class BackendUnavailable(Unavailable, ValueError):
-    """The configured backend cannot run on this installation."""
-
-
 @validated
 def make_backend(config: Config) -> Backend:
     """The training backend ``config.train.backend`` names: ``sim`` (the CPU simulator world) or
-    ``hf`` (transformers + TRL, the ``hf`` extra: its module is imported only here, where a missing
-    extra is told in one line)."""
+    ``hf`` (transformers + TRL, the ``hf`` extra: refused in one line naming it, by the doctor's
+    check, where its packages are missing)."""
     if config.train.backend == "sim":
         return SimBackend(config)
-    try:  # "hf", the other the config allows
-        from diagevo.train.hf.backend import HFBackend
-    except ImportError as exc:
-        raise BackendUnavailable(
-            'backend "hf" needs the hf extra', Fix(extras=("hf",)), aside=True, then=f": {exc}"
-        ) from None
+    require(check_hf(config))  # "hf", the other the config allows
     if config.hf.named_errors == "mini":  # the mini world: its named errors, and its questions' answers
-        from diagevo.train.mini.world import MiniErrors, truth, variants
-
         return HFBackend(config, named_errors=MiniErrors(), truth=truth, rewrite=variants)
     return HFBackend(config)
 
