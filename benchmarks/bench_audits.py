@@ -45,7 +45,8 @@ from bench_store import build_log, realistic_events  # noqa: E402
 from diagevo.catalog import RoundCommitted
 from diagevo.interchange import encode_line
 from diagevo.log import open_log
-from diagevo.log.schema import HEAD_REVISION, _alembic_config, upgrade
+from diagevo.log.revision import HEAD_REVISION
+from diagevo.log.schema import _alembic_config, upgrade
 from diagevo.views.caches import refresh
 
 TARGET_S = 1.0
@@ -146,7 +147,7 @@ def baseline_copy(source: Path, baseline: Path, dest: Path) -> None:
     from sqlalchemy import create_engine
 
     found = subprocess.run(
-        [sys.executable, "-c", "from diagevo.log.schema import HEAD_REVISION; print(HEAD_REVISION)"],
+        [sys.executable, "-c", "from diagevo.log.revision import HEAD_REVISION; print(HEAD_REVISION)"],
         env={**os.environ, "PYTHONPATH": str(baseline)},
         cwd=baseline,
         capture_output=True,

@@ -222,14 +222,13 @@ def next_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """diagevo's migrations plus one after them (:data:`NEXT_REVISION`): a database at today's head
     is then an older one, which ``db upgrade`` takes on, as the next release's will. Yields the
     revision it adds."""
-    from diagevo.log import revision, schema, sqlite
+    from diagevo.log import revision, schema
 
     folder = tmp_path / "migrations"
     shutil.copytree(schema._migrations_dir(), folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "versions" / f"{NEXT_REVISION}_next.py").write_text(_NEXT_MIGRATION, encoding="utf-8")
     monkeypatch.setattr(schema, "_migrations_dir", lambda: folder)
-    for module in (revision, schema, sqlite):
-        monkeypatch.setattr(module, "HEAD_REVISION", NEXT_REVISION)
+    monkeypatch.setattr(revision, "HEAD_REVISION", NEXT_REVISION)
     schema._script.cache_clear()
     try:
         yield NEXT_REVISION

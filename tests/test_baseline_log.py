@@ -23,7 +23,8 @@ import pytest
 from sqlalchemy import text
 
 from diagevo.log import SchemaOutdated, open_log
-from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
+from diagevo.log.revision import HEAD_REVISION
+from diagevo.log.schema import revision_status, upgrade
 from tests.conftest import Backend
 from tests.input_cases import cli
 

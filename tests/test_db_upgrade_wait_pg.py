@@ -15,7 +15,8 @@ from sqlalchemy.engine import make_url
 
 from diagevo.log.errors import LockTimeout
 from diagevo.log.recorder import LOCK_WAIT_S
-from diagevo.log.schema import HEAD_REVISION, MIGRATE_LOCK_KEY, upgrade
+from diagevo.log.revision import HEAD_REVISION
+from diagevo.log.schema import MIGRATE_LOCK_KEY, upgrade
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_log_shapes_pg import reader  # noqa: F401 - the fixture
 from tests.test_log_trainer_role import Roles, roles  # noqa: F401 - the fixture

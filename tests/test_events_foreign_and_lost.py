@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import text
 
 from diagevo.log import StoreError, open_log
-from diagevo.log.schema import HEAD_REVISION, revision_status, upgrade
+from diagevo.log.revision import HEAD_REVISION
+from diagevo.log.schema import revision_status, upgrade
 from tests.conftest import Backend, PostgresBackend
 
 ROOT = Path(__file__).resolve().parent.parent

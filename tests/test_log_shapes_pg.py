@@ -27,7 +27,8 @@ from diagevo.log import open_log
 from diagevo.log.chain import Pending, chain
 from diagevo.log.postgres import LockTimeout
 from diagevo.log.registry import catalog_specs, registered_specs
-from diagevo.log.schema import HEAD_REVISION, upgrade
+from diagevo.log.revision import HEAD_REVISION
+from diagevo.log.schema import upgrade
 from diagevo.views.memory import load_memory
 from diagevo.views.verify import verify_run
 from tests.logs import ForgedRow, wire_event

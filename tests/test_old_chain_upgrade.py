@@ -22,7 +22,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from diagevo.log import SchemaOutdated, open_log
-from diagevo.log.schema import HEAD_REVISION, migrate, revision_status, upgrade
+from diagevo.log.revision import HEAD_REVISION
+from diagevo.log.schema import migrate, revision_status, upgrade
 from tests.conftest import PostgresBackend
 from tests.input_cases import cli
 

@@ -13,7 +13,8 @@ from diagevo.cli.common import spell
 from diagevo.cli.db import db_app
 from diagevo.cli.fixes import message
 from diagevo.log import SchemaOutdated, StoreError, open_log
-from diagevo.log.schema import HEAD_REVISION, head_revision, revision_status, upgrade
+from diagevo.log.revision import HEAD_REVISION
+from diagevo.log.schema import head_revision, revision_status, upgrade
 from tests.conftest import Backend
 from tests.logs import wire_event
 
@@ -347,7 +348,7 @@ def test_migrations_match_the_declared_tables(backend: Backend, db_url: str) -> 
 
 
 def test_head_revision_constant_is_alembics_head() -> None:
-    from diagevo.log.schema import HEAD_REVISION
+    from diagevo.log.revision import HEAD_REVISION
 
     assert HEAD_REVISION == head_revision()
 

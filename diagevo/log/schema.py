@@ -28,11 +28,9 @@ from diagevo.log import old_chain
 from diagevo.log.backends import connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
 from diagevo.log.errors import LockTimeout, SchemaOutdated, StoreError
 from diagevo.log.recorder import LOCK_WAIT_S
-from diagevo.log.revision import BASELINE, HEAD_REVISION, RevisionStatus, State, revision_if_plain
+from diagevo.log.revision import BASELINE, RevisionStatus, State
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
-
-__all__ = ["BASELINE", "HEAD_REVISION", "MIGRATE_LOCK_KEY", "RevisionStatus", "State", "revision_if_plain"]
 
 MIGRATE_LOCK_KEY = int.from_bytes(b"diagevo2", "big")  # the migrators' lock (where the backend has one)
 

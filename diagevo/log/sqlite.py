@@ -24,10 +24,9 @@ from urllib.parse import quote
 
 from diagevo.errors import BadInput, Call
 from diagevo.files.written import database_part
-from diagevo.log import backends
+from diagevo.log import backends, revision
 from diagevo.log.errors import MissingDatabase, StoreError
 from diagevo.log.recorder import busy
-from diagevo.log.revision import HEAD_REVISION
 from diagevo.log.sql import SQLRecorder
 from diagevo.text.urls import redact_url
 
@@ -195,7 +194,7 @@ def _open_direct(url: str) -> _Direct | None:
         ours = conn.execute("SELECT 1 FROM pragma_table_info('events') WHERE name = 'texts'").fetchall()
     except sqlite3.Error:
         versions = ours = []
-    if versions != [(HEAD_REVISION,)] or not ours:
+    if versions != [(revision.HEAD_REVISION,)] or not ours:
         conn.close()
         return None
     return _Direct(conn, url)
