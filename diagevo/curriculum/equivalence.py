@@ -56,7 +56,7 @@ from diagevo.curriculum.answers import (
     simple_number,
 )
 from diagevo.curriculum.costs import weight
-from diagevo.curriculum.mathverify_worker import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS, Limits
+from diagevo.curriculum.limits import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS, Limits
 
 ROUNDING_GAP = Fraction(1, 10**6)
 WORKERS = 4  # math-verify processes one checker runs at most (each holds sympy: ~150 MB)
@@ -235,7 +235,7 @@ class EquivalenceChecker:
         backstops of an operation and of a worker start; ``command``: the worker's command line (tests
         use fakes that hang or fail); ``batch_cpu_s``: the worker CPU seconds every ``batch_checks``
         checks earn, up to that much in hand (``math.inf``: no batch budget)."""
-        # run by path: "-m diagevo..." would import the whole package (sklearn, scipy) first
+        # run by path, a script of the installed package: -m would put the current folder first on its path
         worker = str(Path(__file__).with_name("mathverify_worker.py"))
         self.limits = Limits(parse_steps, verify_steps, cpu_limit_s)  # the worker's own: a label's, a vote's
         self.command = command or [sys.executable, worker, *map(str, self.limits)]

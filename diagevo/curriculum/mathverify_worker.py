@@ -9,6 +9,8 @@ the same answer on an idle or a saturated machine:
   minutes (``9^{9^{9^{9}}}``, ``100000!``): a power over :data:`MAX_POWER_BITS` bits, a
   factorial or binomial over :data:`MAX_FACTORIAL`, stop with ``"budget"`` before they start;
 - sympy's caches are cleared before each operation, so its cost does not depend on history;
+- the grammar is parsed in two stages (ANTLR's SLL prediction, then full LL only where SLL
+  reports an error), the same parse at a fraction of the calls;
 - a **CPU-time limit** (:data:`CPU_LIMIT_S`) for the calls the budget counts that are each long
   (``\\sin(x)^{100}-x^{100}`` spends a minute in under four million of them, inside C):
   ``ITIMER_VIRTUAL`` raises ``SIGVTALRM``, whose default action ends the process even inside a C
@@ -24,7 +26,7 @@ check, :data:`diagevo.curriculum.equivalence.RESPONSE`), answer ``{"ok": bool, "
 budget of the check's votes or batch); ``{"op": "forget"}`` drops every parsed answer. Errors
 reply ``{"ok": false, "error": "..."}`` (``"budget"``: the worker stays usable; ``"limit"``: the
 operation passed its CPU-time limit). On start the worker writes ``{"ready": true, "cpu": s}``.
-Run by path: ``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]``.
+Run by path: ``mathverify_worker.py [parse_steps verify_steps [cpu_limit_s]]`` (diagevo importable).
 
 The process is a fork server: it imports math-verify once, then forks the child that answers
 the operations. A child ended by its CPU-time limit is reported (``"limit"``) and replaced by a
@@ -44,13 +46,25 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
-PARSE_STEPS = 2_000_000  # Python calls one parse may make (answers of the test pairs: < 60k)
-VERIFY_STEPS = 4_000_000  # Python calls one verify may make (test pairs: < 600k)
+from antlr4.atn.PredictionMode import PredictionMode
+from antlr4.error.Errors import ParseCancellationException
+from antlr4.error.ErrorStrategy import BailErrorStrategy
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from sympy.core.cache import clear_cache
+from sympy.core.numbers import Float, Integer, Rational
+from sympy.functions.combinatorial.factorials import binomial, factorial
+
+from diagevo.curriculum.limits import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS, Limits
+
+try:
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+except ImportError:  # a latex2sympy2_extended laid out otherwise: parsed in LL alone, as before
+    _Latex2Sympy = None
+
 MAX_POWER_BITS = 1 << 20  # an exact power result larger than this (about 315,000 digits) is refused
 MAX_FACTORIAL = 10_000
-CPU_LIMIT_S = 2.0  # CPU seconds one operation may use before the worker is ended
 
 
 WARM_UP = (
@@ -66,16 +80,6 @@ WARM_UP = (
 a percentage, a matrix, an angle, functions) that the server parses and verifies before the first
 fork: the first operation of each form costs up to ten times a later one (imports, compiled
 grammars), and a child should not pay it."""
-
-
-class Limits(NamedTuple):
-    """What one operation may spend: Python calls for a parse and for a verify, and CPU seconds
-    (0: no CPU-time limit). The process's defaults come from its command line; a request may carry
-    its own (``"steps"``, ``"cpu_s"``)."""
-
-    parse_steps: int = PARSE_STEPS
-    verify_steps: int = VERIFY_STEPS
-    cpu_s: float = CPU_LIMIT_S
 
 
 class BudgetExceeded(BaseException):
@@ -95,8 +99,6 @@ class _Steps:
 
     def run(self, limit: int, cpu_s: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` under ``limit`` calls and ``cpu_s`` CPU seconds (0: no limit)."""
-        from sympy.core.cache import clear_cache
-
         clear_cache()
         calls = itertools.count(1)
         self.spent = False
@@ -121,8 +123,6 @@ class _Steps:
 
 def _install_operation_limits() -> None:
     """Refuse, before they start, the sympy operations that are one long call into C."""
-    from sympy.core.numbers import Float, Integer, Rational
-    from sympy.functions.combinatorial.factorials import binomial, factorial
 
     def bits(n: int) -> int:
         return max(abs(int(n)).bit_length(), 1)
@@ -160,6 +160,42 @@ def _install_operation_limits() -> None:
     guard_eval(binomial)
 
 
+def _install_two_stage_parsing() -> None:
+    """ANTLR's two-stage parsing for latex2sympy's grammar: each answer is parsed first in SLL
+    prediction mode with the bail-out error strategy, and again in full LL mode only where that
+    stage reports a syntax error. ANTLR guarantees that an SLL parse that succeeds is the parse LL
+    would give (its ``PredictionMode.SLL``); every answer of the benchmarks and of math-verify's own
+    pairs parses to the same result either way (``tests/test_answercheck_bounds.py``).
+    Why: full-context LL prediction is much of what an ordinary parse costs, most of all in a child
+    that has not seen the form (``\\left( \\frac{1}{4} \\right)``: 182,000 calls in LL, 106,000 in
+    two stages, 3,900 once seen), so one response's own limits hold honest answers that LL alone
+    put past them. A latex2sympy without these two methods is left parsing in LL mode."""
+    create_parser, parse_latex = (getattr(_Latex2Sympy, name, None) for name in ("create_parser", "parse"))
+    if create_parser is None or parse_latex is None:
+        return
+    full_context = [False]  # the worker parses one answer at a time
+
+    def two_stage_parser(self: Any, latex_str: str) -> Any:
+        parser = create_parser(self, latex_str)
+        if not full_context[0]:
+            parser._interp.predictionMode = PredictionMode.SLL
+            parser._errHandler = BailErrorStrategy()
+        return parser
+
+    def two_stage_parse(self: Any, latex_str: str) -> Any:
+        try:
+            return parse_latex(self, latex_str)
+        except ParseCancellationException:
+            full_context[0] = True
+            try:
+                return parse_latex(self, latex_str)
+            finally:
+                full_context[0] = False
+
+    _Latex2Sympy.create_parser = two_stage_parser
+    _Latex2Sympy.parse = two_stage_parse
+
+
 def _answer_latex(text: str) -> str:
     """Bare answers do not parse (``\\sqrt{2}/2``); wrapped in ``$...$`` they do."""
     return text if text.startswith("$") else f"${text}$"
@@ -167,8 +203,6 @@ def _answer_latex(text: str) -> str:
 
 def _serve(steps: _Steps, limits: Limits, out: Any) -> None:
     """The child's loop: one operation per line of stdin until it closes."""
-    from math_verify import parse, verify
-
     config = _config()
     parsed: dict[Any, list[Any]] = {}
     # unbuffered: a line read ahead into a buffer would die with a child cut by its limit
@@ -220,26 +254,23 @@ def _serve(steps: _Steps, limits: Limits, out: Any) -> None:
 
 
 def _config() -> list[Any]:
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig
-
     return [LatexExtractionConfig(), ExprExtractionConfig()]
 
 
 def main(argv: list[str]) -> None:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    from math_verify import parse, verify
-
     limits = Limits(
         int(argv[0]) if argv else PARSE_STEPS,
         int(argv[1]) if len(argv) > 1 else VERIFY_STEPS,
         float(argv[2]) if len(argv) > 2 else CPU_LIMIT_S,
     )
     _install_operation_limits()
+    _install_two_stage_parsing()
     steps = _Steps()
     config = _config()
-    # the first parse and verify of a form import and compile what it needs: done once, here,
-    # before the first fork, so that no child pays it and an operation costs the same whenever it runs
+    # the first parse and verify of a form import, compile and build its parser tables: done once,
+    # here, before the first fork, so that no child pays it and an operation costs the same whenever it runs
     for pair in WARM_UP:
         gold, answer = (parse(_answer_latex(t), extraction_config=config, parsing_timeout=None) for t in pair)
         verify(gold, answer, timeout_seconds=None, allow_set_relation_comp=True)
