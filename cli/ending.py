@@ -13,11 +13,13 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import typer
 
 from diagevo.cli.common import program
+from diagevo.cli.fixes import message_line, need_line
 from diagevo.cli.safe import error_line, text
 from diagevo.errors import BadInput, DiagevoError, NotReady
 from diagevo.text.parsing import one_line, utf8_problem
@@ -43,16 +45,12 @@ def environmental(exc: OSError) -> bool:
 def one_line_of(exc: BaseException) -> str:
     """The first line of the message, at most a few hundred characters (a huge bad value is not
     echoed), without credentials."""
-    from diagevo.cli.fixes import message_line  # an error's path alone pays for the fixes' tables
-
     return message_line(exc, 390)  # with "error: ", at most 400
 
 
 def error_lines(exc: DiagevoError) -> list[Any]:
     """An error as the user reads it: one line; a preflight refusal of several needs, one line
     under its first for each (what, why, and the fix spelled for this installation)."""
-    from diagevo.cli.fixes import need_line
-
     if not isinstance(exc, NotReady):
         return [error_line(one_line_of(exc))]
     lines = [one_line(redact_text(need_line(c)), 379) for c in exc.needs]
@@ -73,8 +71,6 @@ def internal_error(exc: BaseException) -> str:
 
 
 def version_of_diagevo() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # reads the installed packages: for --version alone
-
     try:
         return version("diagevo")
     except PackageNotFoundError:

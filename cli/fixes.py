@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from diagevo.cli.common import database, spell
-from diagevo.config.base import ConfigError
+from diagevo.config.errors import ConfigError
 from diagevo.errors import NEWER, ON_PATH, VLLM_CPU, Argument, Call, Check, DiagevoError, Fix, Override, Step
 from diagevo.errors.installation import Installation, installation
 from diagevo.text.parsing import one_line

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from diagevo.config.base import ConfigError, field_names, settings, suggest_fields
+from diagevo.config.base import field_names, settings, suggest_fields
+from diagevo.config.errors import ConfigError
 from diagevo.config.sections import ChallengerConfig, MethodConfig, RoleConfig, SolverConfig, config_from_record
 from diagevo.errors import BadInput
 from diagevo.train.config import Config, load_config

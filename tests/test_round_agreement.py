@@ -17,7 +17,7 @@ from diagevo import rounds
 from diagevo.catalog import EvalRecorded, QuestionScored
 from diagevo.catalog.failure import Failure
 from diagevo.cli.fixes import message as cli_reading
-from diagevo.config.base import ConfigError
+from diagevo.config.errors import ConfigError
 from diagevo.config.limits import LimitsConfig
 from diagevo.errors import BadInput, NotFound
 from diagevo.log import Recorder

@@ -8,7 +8,7 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import QuestionGenerated, QuestionScored
-from diagevo.config.base import ConfigError
+from diagevo.config.errors import ConfigError
 from diagevo.log import Recorder, open_log
 from diagevo.views.memory import load_memory
 from tests.logs import wire_event

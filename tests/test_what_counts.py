@@ -12,7 +12,7 @@ import pytest
 
 from diagevo import rounds
 from diagevo.catalog import CausePromoted, Event, FailureAttributed, LLMCalled, RoundCommitted
-from diagevo.config.base import ConfigError
+from diagevo.config.errors import ConfigError
 from diagevo.config.sections import MemoryConfig
 from diagevo.interchange import IngestError, ingest
 from diagevo.log import Recorder, open_log

@@ -25,10 +25,10 @@ from typing import Annotated, Any, ClassVar, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
+from diagevo.config.errors import ConfigError
 from diagevo.errors import BadInput, Call
 from diagevo.text.parsing import MAX_CHARS, MAX_DEPTH, bad, depth, quoted
 from diagevo.text.redaction import redact_config
-from diagevo.text.words import you_mean
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -44,34 +44,6 @@ NonNegative = Annotated[float, Field(ge=0)]
 LARGEST_INT = 2**63 - 1
 """The largest whole number a config field takes, unless the field declares a narrower range:
 a signed 64-bit integer, what SQLite and PostgreSQL store as a number."""
-
-
-class ConfigError(BadInput):
-    """A config diagevo refuses, named as data: ``key``, the dotted section or field at fault;
-    ``unknown``, ``"section"`` or ``"field"`` when no such name exists (empty for a bad value);
-    ``meant``, the dotted names it most likely means; ``value``, what an override
-    (``section.field=value``) gave the key, where one did; ``said``, the message without the
-    names meant. ``error`` is pydantic's account (type, loc, msg, input), from which a caller that
-    knows where the config came from names it again (:func:`checked`)."""
-
-    def __init__(
-        self,
-        said: str,
-        *,
-        error: Mapping[str, Any] | None = None,
-        unknown: str = "",
-        meant: Sequence[str] = (),
-        shown: Sequence[str] = (),
-        value: str | None = None,
-        fix: Call | None = None,
-        then: str = "",
-    ) -> None:
-        super().__init__(said + you_mean(shown), fix, then=then, value=value)
-        self.said = said
-        self.error = dict(error or {"type": "value_error", "loc": (), "msg": said, "input": None})
-        self.key = self.about = ".".join(str(part) for part in self.error["loc"])
-        self.unknown = unknown
-        self.meant = tuple(meant)
 
 
 class Section(BaseModel):

@@ -27,7 +27,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from diagevo.config.base import ConfigError, Count, NonNegative, Positive, Section, Share, run_setting
+from diagevo.config.base import Count, NonNegative, Positive, Section, Share, run_setting
+from diagevo.config.errors import ConfigError
 from diagevo.config.limits import LimitsConfig
 from diagevo.config.roles import ChallengerConfig, GRPOSettings, RoleConfig, SolverConfig
 from diagevo.text.parsing import config_k, error_reason, quoted

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from diagevo.config.base import ConfigError, config_error
+from diagevo.config.base import config_error
+from diagevo.config.errors import ConfigError
 from diagevo.config.sections import IN_PROCESS_EMBEDDERS, DiagnosisConfig
 from diagevo.diagnosis import embedder
 from diagevo.diagnosis.calibration import thresholds_for

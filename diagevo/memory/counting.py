@@ -46,7 +46,7 @@ from diagevo.catalog import (
     UnreadableRow,
 )
 from diagevo.catalog.event import FIGURE_BOUND, json_kinds
-from diagevo.config.base import ConfigError
+from diagevo.config.errors import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions

@@ -54,7 +54,7 @@ def whatif_config(record: Mapping[str, Any], settings: Mapping[str, str]) -> dic
     """A stored config record as a what-if under ``settings`` stores it: checked as the method's
     config, the settings applied (the record as it was, with none). The config's models are
     loaded here, where a what-if is made or its marker read, not by every read of the log; a
-    record or a value the config refuses is its :class:`~diagevo.config.base.ConfigError`."""
+    record or a value the config refuses is its :class:`~diagevo.config.errors.ConfigError`."""
     if not settings:
         return dict(record)
     from diagevo.config.sections import config_from_record
