@@ -8,18 +8,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TextIO
+from typing import Annotated, Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
-from diagevo.cli.safe import json_text, make_console, text
+from diagevo.cli.safe import json_text, make_console
 from diagevo.errors import DiagevoError
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import resolve_db_url, without_password
-
-if TYPE_CHECKING:
-    from diagevo.log import Recorder
 
 console = make_console()
 err_console = make_console(stderr=True)
@@ -66,78 +63,6 @@ class CLIError(DiagevoError):
 
 class Interrupted(CLIError):
     """Ctrl-C, with a one-line account of where and how to go on: exit code 130."""
-
-
-@contextmanager
-def open_store(
-    db: str | None,
-    *,
-    create: bool = False,
-    keep_if_refused: bool = True,
-    readonly: bool = False,
-    name_passed: bool = True,
-) -> Iterator[Any]:
-    """The event store at ``db``, opened by the library's one :func:`diagevo.api.open_store`, for
-    a command. Read commands leave ``create`` off, so a missing SQLite file is ``no database at
-    PATH`` instead of a new empty one; writers (train, ingest, diagnose) set it.
-    Commands that only read set ``readonly``: SQLite is opened read-only (a read-only mount works).
-    With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
-    command refuses its input (a DiagevoError): a refusal leaves nothing behind. Once the command
-    is done, each row its readers passed over is named on stderr, a line each (``name_passed``
-    off: the command names them itself, as ``memory verify`` does)."""
-    from diagevo.api import open_store as open_library_store
-    from diagevo.log import sqlite_path
-
-    url = resolve_db_url(db)
-    acting_on(url)
-    path = sqlite_path(url)
-    fresh = create and not keep_if_refused and path is not None and not path.exists()
-    store = open_library_store(url, create=create, readonly=readonly)
-    try:
-        yield store
-    except DiagevoError:
-        store.close()
-        if fresh and path is not None:
-            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-                leftover.unlink(missing_ok=True)
-        raise
-    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
-        raise _bad_row(store, exc) from exc
-    else:
-        if name_passed:
-            name_passed_over(store)
-    finally:
-        store.close()
-
-
-def name_passed_over(store: Recorder) -> None:
-    """Each row of the runs the command read that the rules refuse (their admission,
-    :func:`~diagevo.views.admission.admission`), a line on stderr (run, seq, why)."""
-    from diagevo.views.admission import admission
-
-    for run in list(store.read_runs):
-        for line in admission(store, run).lines():
-            say_passed(line)
-
-
-def say_passed(line: str) -> None:
-    """A row passed over (:func:`~diagevo.results.runs.passed_line`), a line on stderr."""
-    err_console.print(text(line), soft_wrap=True)
-
-
-def _bad_row(store: Recorder, exc: Exception) -> Exception:
-    """What a command that failed on what it read says: the event its readers cannot read (a
-    row written raw, past the checks), in one line, when the log holds one; else the error as
-    it was (a bug, reported as one)."""
-    from diagevo.views.verify import first_out_of_shape
-
-    try:
-        found = first_out_of_shape(store, list(store.read_runs) or None)
-    except Exception:  # noqa: BLE001 - the search must not hide the error it explains
-        return exc
-    if found is None:
-        return exc
-    return CLIError(f"{found} (memory verify names every such event)")
 
 
 _JSON_OUT: list[TextIO] = []  # the stdout each running --json command was given, innermost last
@@ -235,19 +160,3 @@ def acting_on(url: str | None) -> None:
 
 def database() -> str | None:
     return _acting_on[0]
-
-
-def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:
-    """``--db`` for the commands printed after a run, and a note when the URL's password is left
-    out. Without an explicit URL, the next command finds the same database ($DIAGEVO_DB or the
-    default) on its own."""
-    if explicit is None:
-        return [], None
-    from sqlalchemy.engine import make_url
-
-    if make_url(db_url).password is None:  # the store has parsed this URL already
-        return ["--db", db_url], None
-    return [
-        "--db",
-        without_password(db_url),
-    ], "the password is not printed: libpq reads it from PGPASSWORD or ~/.pgpass"

@@ -17,19 +17,10 @@ from rich.progress import Progress
 from rich.table import Table
 
 from diagevo.catalog.failure import Failure
-from diagevo.cli.common import (
-    CLIError,
-    DbOpt,
-    JsonOpt,
-    RunOpt,
-    console,
-    emit_json,
-    err_console,
-    open_store,
-    resumable,
-)
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, err_console, resumable
 from diagevo.cli.progress import RichBars, bar_columns
 from diagevo.cli.safe import text
+from diagevo.cli.store import open_store
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
 from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnostician_for, embedder_for, vector_index
 from diagevo.errors import require_use

@@ -10,19 +10,11 @@ import typer
 from rich import box
 from rich.table import Table
 
-from diagevo.cli.common import (
-    CLIError,
-    DbOpt,
-    JsonOpt,
-    console,
-    emit_json,
-    err_console,
-    open_store,
-    resumable,
-)
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, err_console, resumable
 from diagevo.cli.progress import progress_for
 from diagevo.cli.safe import text
-from diagevo.config.base import ConfigError
+from diagevo.cli.store import open_store
+from diagevo.config.errors import ConfigError
 from diagevo.doctor import check_engine, require
 from diagevo.eval.benchmarks import load_benchmark
 from diagevo.eval.config import EvalConfig

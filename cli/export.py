@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, round_from_0
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, round_from_0
 from diagevo.cli.safe import text
+from diagevo.cli.store import open_store
 from diagevo.dataset import export_dataset
 from diagevo.verl import export_round
 

@@ -11,8 +11,9 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from diagevo.cli.common import console, emit_json, err_console, json_stdout, open_store
+from diagevo.cli.common import console, emit_json, err_console, json_stdout
 from diagevo.cli.safe import text
+from diagevo.cli.store import open_store
 from diagevo.log import Recorder
 from diagevo.results import JsonRow
 from diagevo.views.follow import wait_for_run

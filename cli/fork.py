@@ -8,18 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from diagevo.cli.common import (
-    CLIError,
-    DbOpt,
-    JsonOpt,
-    console,
-    emit_json,
-    open_store,
-    round_from_0,
-    say_passed,
-    spell,
-)
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, round_from_0, spell
 from diagevo.cli.safe import text
+from diagevo.cli.store import open_store, say_passed
 from diagevo.fork import diff_runs, fork_run
 from diagevo.results.runs import RunDiff, passed_line
 from diagevo.rounds import OUR_TRAINER, run_trainer, stored_config

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from diagevo.cli.common import DbOpt, console, open_store
+from diagevo.cli.common import DbOpt, console
+from diagevo.cli.store import open_store
 from diagevo.rounds import note_run, tag_run
 from diagevo.views.memory import resolve_run
 

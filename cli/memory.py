@@ -18,9 +18,10 @@ from rich.tree import Tree
 
 from diagevo.catalog import CATALOG as EVENT_TYPES
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated, FailureAttributed, NodesMerged
-from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store, round_from_0
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, round_from_0
 from diagevo.cli.follow import FollowOpt, UntilOpt, followed_run, say
 from diagevo.cli.safe import text
+from diagevo.cli.store import open_store
 from diagevo.log import payload
 from diagevo.memory.state import node_order
 from diagevo.results.memory import MemoryView

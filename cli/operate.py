@@ -12,9 +12,10 @@ from typing import Annotated, Any
 
 import typer
 
-from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json
 from diagevo.cli.fixes import call_args, spell_call
 from diagevo.cli.safe import plain, text
+from diagevo.cli.store import open_store
 from diagevo.files.written import replaced
 from diagevo.interchange import as_run, export_lines, ingest_events, parse_lines
 from diagevo.text.parsing import file_lines, input_file

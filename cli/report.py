@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, open_store, program
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, console, emit_json, program
 from diagevo.cli.safe import plain, text
+from diagevo.cli.store import open_store
 from diagevo.report import Comparison, RunReport, comparison_html, report_html
 from diagevo.text.untrusted import shell_join
 from diagevo.text.urls import redact_url, resolve_db_url, without_password

@@ -17,8 +17,9 @@ import typer
 from rich.table import Table
 
 from diagevo import rounds
-from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json, open_store
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, console, emit_json
 from diagevo.cli.safe import text
+from diagevo.cli.store import open_store
 from diagevo.errors import DiagevoError
 from diagevo.rounds.protocol import unknown_run
 from diagevo.text.parsing import decimal_number

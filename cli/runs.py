@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from diagevo.cli.app import RunsGroup
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, spell
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, spell
 from diagevo.cli.safe import plain
+from diagevo.cli.store import open_store
 from diagevo.text.untrusted import shorten
 from diagevo.views.runs import RunSummary
 from diagevo.views.runs import runs as summaries

@@ -12,18 +12,10 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from diagevo.cli.common import (
-    CLIError,
-    DbOpt,
-    JsonOpt,
-    RunOpt,
-    WideOpt,
-    console,
-    emit_json,
-    open_store,
-)
+from diagevo.cli.common import CLIError, DbOpt, JsonOpt, RunOpt, WideOpt, console, emit_json
 from diagevo.cli.follow import FollowOpt, UntilOpt, follow_rows
 from diagevo.cli.safe import plain, text
+from diagevo.cli.store import open_store
 from diagevo.cli.tables import print_fitted
 from diagevo.files.written import TABLE_SUFFIXES, write_replacing, write_rows
 from diagevo.log import Recorder

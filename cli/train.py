@@ -13,23 +13,11 @@ from rich import box
 from rich.progress import Progress
 from rich.table import Table
 
-from diagevo.cli.common import (
-    CLIError,
-    DbOpt,
-    Interrupted,
-    JsonOpt,
-    acting_on,
-    console,
-    db_args,
-    emit_json,
-    open_store,
-    program,
-    say_passed,
-    spell,
-)
+from diagevo.cli.common import CLIError, DbOpt, Interrupted, JsonOpt, acting_on, console, emit_json, program, spell
 from diagevo.cli.fixes import detail, spell_fix
 from diagevo.cli.progress import bar_columns, progress_for
 from diagevo.cli.safe import plain, text
+from diagevo.cli.store import db_args, open_store, say_passed
 from diagevo.cli.tables import print_fitted
 from diagevo.doctor import preflight
 from diagevo.errors import BadInput

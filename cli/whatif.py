@@ -10,8 +10,9 @@ import typer
 from rich import box
 from rich.table import Table
 
-from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json, open_store, say_passed
+from diagevo.cli.common import DbOpt, JsonOpt, console, emit_json
 from diagevo.cli.safe import text
+from diagevo.cli.store import open_store, say_passed
 from diagevo.results.runs import passed_line
 from diagevo.whatif import RoundOutcome, Sweep, what_if_sweep
 

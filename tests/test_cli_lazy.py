@@ -58,13 +58,14 @@ def test_help_imports_no_command_and_a_command_its_own_modules(tmp_path: Path, r
         "diagevo.cli.common",
         "diagevo.cli.ending",
         "diagevo.cli.examples",
+        "diagevo.cli.fixes",
         "diagevo.cli.groups",
         "diagevo.cli.safe",
     }
     assert loaded("--help", run=run) == shared
     assert loaded("memory", "--help", run=run) == shared
     stats = loaded("memory", "stats", "--db", f"sqlite:///{tmp_path / 'x.db'}", run=run)  # no such database: its error
-    helpers = {"diagevo.cli.fixes", "diagevo.cli.tables", "diagevo.cli.progress"}
+    helpers = {"diagevo.cli.store", "diagevo.cli.tables", "diagevo.cli.progress"}
     assert stats - shared - helpers == {"diagevo.cli.follow", "diagevo.cli.stats"}
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from diagevo.log.errors import MissingDatabase, StoreError
 from diagevo.log.recorder import Recorder
 from diagevo.text.parsing import error_line
-from diagevo.text.urls import redact_url
+from diagevo.text.urls import parse_db_url, redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine
@@ -34,10 +34,8 @@ def sqlalchemy_errors(*names: str) -> tuple[type[Exception], ...]:
 
 
 def normalise_url(url: str) -> URL:
-    from sqlalchemy.engine import make_url
-
     try:
-        u = make_url(url)
+        u = parse_db_url(url)
     except sqlalchemy_errors("ArgumentError"):
         raise StoreError(f"invalid database URL {redact_url(url)!r}{_sqlite_hint(url)}") from None
     if u.drivername.split("+", 1)[0] == "postgres":  # libpq's other spelling, which SQLAlchemy refuses

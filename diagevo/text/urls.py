@@ -4,9 +4,13 @@ models), and the one check of an endpoint's URL, wherever one is given."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from diagevo.text.redaction import redact_url as redact_url
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 DEFAULT_DB_URL = "sqlite:///diagevo.db"
 
@@ -15,16 +19,24 @@ def resolve_db_url(url: str | None) -> str:
     return url or os.environ.get("DIAGEVO_DB") or DEFAULT_DB_URL
 
 
+def parse_db_url(url: str) -> URL:
+    """A database URL read by SQLAlchemy's grammar, the one place one is parsed: the opening of a
+    store, a URL shown without its password, the ``--db`` a command prints. SQLAlchemy is loaded
+    here, when a URL is first parsed, not with the module: a SQLite log is read without it.
+    Raises SQLAlchemy's ``ArgumentError`` for a string that is no URL."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url)
+
+
 def without_password(url: str) -> str:
     """The URL with its password left out (not masked): a URL to show, to suggest in a command or
     to key files by."""
-    from sqlalchemy.engine import URL, make_url
-
     try:
-        u = make_url(url)
+        u = parse_db_url(url)
     except Exception:  # noqa: BLE001 - not a URL SQLAlchemy reads: shown redacted instead
         return redact_url(url)
-    bare = URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query)
+    bare = type(u).create(u.drivername, u.username, None, u.host, u.port, u.database, u.query)
     return bare.render_as_string(hide_password=False)
 
 

@@ -27,6 +27,8 @@ from typing import Protocol, TypeVar
 from weakref import WeakKeyDictionary
 
 from diagevo.log import Recorder
+from diagevo.log.registry import stored_problem
+from diagevo.log.stored import column_problem
 from diagevo.memory.fold import InvariantError, NotStarted
 from diagevo.memory.state import Refusal
 from diagevo.results.runs import passed_line
@@ -115,3 +117,19 @@ def _ahead_of_the_log(store: Recorder, run: str) -> list[Refusal]:
         Refusal(row.seq, row.type, f"its seq {row.seq} lies ahead of the run's start (a writer gives seq 1 on)")
         for row in store.rows(run, upto_seq=0, data=False)
     ]
+
+
+def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | None:
+    """The first stored event a reader cannot read (data out of its type's shape: a row written
+    raw where no check guards the table) of ``runs`` (None: every run), as one line naming its
+    run and seq; None when every event is in shape. Looked for after a reader failed on what it
+    read (the runs it read), to tell a bad row from a bug. A row every read passes over (data
+    past the readers' bounds or no JSON object, a round below 0) is not one: no reader met it."""
+    for run in store.runs() if runs is None else runs:
+        for r in store.raw(run):
+            if column_problem(r.round, r.schema_version) is not None:
+                continue  # every read passes it over: no reader met it
+            data, problem = stored_problem(r)
+            if data is not None and problem is not None:
+                return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
+    return None

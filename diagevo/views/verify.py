@@ -16,8 +16,6 @@ from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
 from diagevo.log.checks import PASSED, checked_rows
 from diagevo.log.recorder import StoredEvent
-from diagevo.log.registry import stored_problem
-from diagevo.log.stored import column_problem
 from diagevo.memory.counting import Audit, audit
 from diagevo.memory.state import MemoryImage
 from diagevo.text.calls import validated
@@ -170,22 +168,6 @@ def verify_anchors(store: Recorder, run: str) -> list[str]:
             elif name == memory.VIEW and (at.round != s.part or CATALOG[at.type] is not RoundCommitted):
                 problems.append(f"{what} names seq {s.seq}, which is not that round's {RoundCommitted.name}")
     return problems
-
-
-def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | None:
-    """The first stored event a reader cannot read (data out of its type's shape: a row written
-    raw where no check guards the table) of ``runs`` (None: every run), as one line naming its
-    run and seq; None when every event is in shape. Looked for after a reader failed on what it
-    read (the runs it read), to tell a bad row from a bug. A row every read passes over (data
-    past the readers' bounds or no JSON object, a round below 0) is not one: no reader met it."""
-    for run in store.runs() if runs is None else runs:
-        for r in store.raw(run):
-            if column_problem(r.round, r.schema_version) is not None:
-                continue  # every read passes it over: no reader met it
-            data, problem = stored_problem(r)
-            if data is not None and problem is not None:
-                return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
-    return None
 
 
 @dataclass(frozen=True)
