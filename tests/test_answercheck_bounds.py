@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from diagevo.curriculum.equivalence import RESPONSE, CheckStats, EquivalenceChec
 from diagevo.curriculum.votes import votes
 from tests.shared import BENCHMARKS
 
+WORKER = Path(__file__).resolve().parents[1] / "diagevo" / "curriculum" / "mathverify_worker.py"
 SLOW = "\\sin(x)^{99}-x^{99}"  # passes every rule; its check runs past any CPU limit
 
 
@@ -232,9 +234,6 @@ def test_a_limit_kill_costs_a_fork_not_a_start() -> None:
 
 def test_the_fork_server_reports_a_limit_and_answers_on() -> None:
     """The worker's own protocol: the reply to a cut operation, then an answer from the new child."""
-    import subprocess
-
-    worker = Path(__file__).resolve().parents[1] / "diagevo" / "curriculum" / "mathverify_worker.py"
     lines = [
         {"op": "parse", "id": 1, "text": SLOW},
         {"op": "parse", "id": 2, "text": "0"},
@@ -247,7 +246,7 @@ def test_the_fork_server_reports_a_limit_and_answers_on() -> None:
         {"op": "parse", "id": 6, "text": "\\frac{\\sqrt{3}}{2}"},
     ]
     proc = subprocess.run(
-        [sys.executable, str(worker), "2000000", "4000000", "0.5"],
+        [sys.executable, str(WORKER), "2000000", "4000000", "0.5"],
         input="".join(json.dumps(x) + "\n" for x in lines),
         capture_output=True,
         text=True,
@@ -384,17 +383,14 @@ def test_two_stage_parsing_gives_the_full_parse() -> None:
     read from them), of the benchmarks where their files are here, and the hostile forms parse to
     the same result either way, in a process of their own (the stages are installed into
     latex2sympy for good)."""
-    import subprocess
-
     from tests.test_curriculum_math_verify_pairs import PAIRS, final_answer
 
     texts = {t for p in PAIRS for side in ("pred", "gold") for t in (p[side], final_answer(p[side]) or "")}
     if BENCHMARKS.is_dir():
         texts |= {str(json.loads(line)["answer"]) for f in BENCHMARKS.glob("*.jsonl") for line in f.open()}
     texts |= {SLOW, "\\left( \\frac{1}{4} \\right)", "\\sin(x)^{3}-x^{3}", "(x+1)^{45}(x-1)^{45}-(x^2-1)^{45}"}
-    worker = Path(__file__).resolve().parents[1] / "diagevo" / "curriculum" / "mathverify_worker.py"
     proc = subprocess.run(
-        [sys.executable, "-c", _PARSE_BOTH_WAYS, str(worker)],
+        [sys.executable, "-c", _PARSE_BOTH_WAYS, str(WORKER)],
         input=json.dumps(sorted(texts)),
         capture_output=True,
         text=True,
@@ -418,9 +414,6 @@ def test_two_stage_parsing_costs_a_fresh_child_less() -> None:
     seen the form before (``\\left( \\frac{1}{4} \\right)``: 182,000 calls, past one response's
     100,000). The same answers, in the same order, in two fresh workers, one left parsing in LL
     alone: in two stages each costs fewer calls, and all of them together at most 3/4."""
-    import subprocess
-
-    worker = Path(__file__).resolve().parents[1] / "diagevo" / "curriculum" / "mathverify_worker.py"
     texts = ["\\left( \\frac{1}{4} \\right)", "(8+1)", "x \\in [-3,7]", "y=-\\frac{1}{3}x+\\frac{3}{4}"]
     request = "".join(
         json.dumps({"op": "parse", "id": i, "text": t, "cpu_s": 0}) + "\n" for i, t in enumerate(texts, 1)
@@ -432,7 +425,7 @@ def test_two_stage_parsing_costs_a_fresh_child_less() -> None:
         assert [r["ok"] for r in replies] == [True] * len(texts), replies
         return [r["steps"] for r in replies]
 
-    two = steps([sys.executable, str(worker)])
-    full = steps([sys.executable, "-c", _LL_ONLY, str(worker)])
+    two = steps([sys.executable, str(WORKER)])
+    full = steps([sys.executable, "-c", _LL_ONLY, str(WORKER)])
     assert all(a < b for a, b in zip(two, full, strict=True)), (two, full)
     assert sum(two) <= 0.75 * sum(full), (two, full)
