@@ -219,6 +219,52 @@ class CellRound:
     label_acc: float = float("nan")  # retained questions whose pseudo-label is right (where the truth is known)
     wrong_share: float = float("nan")  # the solver's positive rewards on wrong answers
     shared_label_acc: float = float("nan")  # Figure 3(c): majority labels right on the shared questions
+    # where practice goes: skill -> counts of the round's questions generated, retained and targeted (a cause
+    # asked for), failures recorded and failures counted into the memory (attributed, or a new cause)
+    practice: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+PRACTICE = ("generated", "retained", "targeted", "failures", "counted")
+
+
+def practice_counts(store: Recorder, run: str) -> dict[int, dict[str, dict[str, int]]]:
+    """Round -> skill -> how many of the round's questions the world puts in that skill were
+    generated, retained and targeted, and how many of their failures were recorded and counted
+    into the memory: where a run's practice went, the question's own skill deciding (the mini
+    world reads it from the digits; ``outside``: a question of no skill)."""
+    from diagevo.catalog import CauseCreated, FailureAttributed, FailureRecorded
+    from diagevo.rounds import logged_questions
+    from diagevo.train.labels import OUTSIDE
+    from diagevo.train.mini.world import skill_of
+
+    out: dict[int, dict[str, dict[str, int]]] = {}
+    skill: dict[str, tuple[int, str]] = {}
+
+    def bump(t: int, s: str, what: str) -> None:
+        out.setdefault(t, {}).setdefault(s, dict.fromkeys(PRACTICE, 0))[what] += 1
+
+    for q in logged_questions(store, run):
+        s = skill_of(q.text) or OUTSIDE
+        skill[q.question_id] = (q.round, s)
+        bump(q.round, s, "generated")
+        if q.votes.retained:
+            bump(q.round, s, "retained")
+        if q.asked.mode != "free":
+            bump(q.round, s, "targeted")
+    failed: dict[str, str] = {}
+    counted: set[str] = set()
+    for e in store.rows(run, types=(FailureRecorded, FailureAttributed, CauseCreated)):
+        match e.event:
+            case FailureRecorded(failure_id=f, question_id=q):
+                failed[f] = q
+            case FailureAttributed(failure_id=f) | CauseCreated(failure_id=str() as f):
+                counted.add(f)
+    for f, q in failed.items():
+        if q in skill:
+            bump(*skill[q], "failures")
+            if f in counted:
+                bump(*skill[q], "counted")
+    return out
 
 
 def cell_of(run: str) -> tuple[str, int] | None:
@@ -243,6 +289,7 @@ def cell_rounds(store: Recorder) -> list[CellRound]:
             continue
         skills: dict[int, dict[str, float]] = {}
         asked: dict[int, list[bool]] = {}
+        practice = practice_counts(store, run)
         for e in store.rows(run, types=(EvalRecorded, QuestionGenerated)):
             match e.event:
                 case EvalRecorded(metrics=metrics):
@@ -269,6 +316,7 @@ def cell_rounds(store: Recorder) -> list[CellRound]:
                     label_acc=float("nan") if c.retained_label_acc is None else float(c.retained_label_acc),
                     wrong_share=float("nan") if c.wrong_reward_share is None else float(c.wrong_reward_share),
                     shared_label_acc=float("nan") if c.pseudo_label_acc is None else float(c.pseudo_label_acc),
+                    practice=practice.get(row.round, {}),
                 )
             )
     return sorted(rows, key=lambda r: (r.arm, r.seed, r.round))
@@ -444,6 +492,43 @@ def mini_tables(
     return "\n".join([primary, "", *blocks, *out, *(["", fig] if fig else [])])
 
 
+def _share(r: CellRound, skill: str, what: str) -> float:
+    """The skill's share of the round's ``what`` (nan where the round counted none)."""
+    total = sum(c[what] for c in r.practice.values())
+    return r.practice.get(skill, {}).get(what, 0) / total if total else float("nan")
+
+
+def practice_table(rows: list[CellRound], arm: str, start: dict[str, float] | None = None) -> str:
+    """Where ``arm``'s practice went: per skill, each round's error rate before it (1 − held-out
+    accuracy after the round before; the pair's for round 1) beside the skill's share of the
+    round's generated, retained and targeted questions and of the failures counted into the
+    memory, in % (each a mean across the seeds whose logs counted them)."""
+    cells = [r for r in rows if r.arm == arm and r.practice]
+    if not cells:
+        return f"{arm}: no round's practice counted (cells of an older log)"
+    last = max(r.round for r in cells)
+    skills = sorted({s for r in cells for s in r.practice})
+    before = {(r.seed, r.round + 1): r.by_skill for r in rows if r.arm == arm}
+    head = ["skill", *(f"round {t}: error · gen · ret · tgt · mem" for t in range(1, last + 1))]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in skills:
+        shown = []
+        for t in range(1, last + 1):
+            at = [r for r in cells if r.round == t]
+            acc = [(before.get((r.seed, t)) or (start if t == 1 else None) or {}).get(s, float("nan")) for r in at]
+            figures = [_mean([1 - a for a in acc])] + [
+                _mean([_share(r, s, w) for r in at]) for w in ("generated", "retained", "targeted", "counted")
+            ]
+            shown.append(" · ".join("–" if x != x else f"{100 * x:.0f}" for x in figures))
+        out.append(f"| {s} | " + " | ".join(shown) + " |")
+    return "\n".join(out)
+
+
+def _mean(xs: list[float]) -> float:
+    known = [x for x in xs if x == x]
+    return sum(known) / len(known) if known else float("nan")
+
+
 # Figure 3(c)'s three settings, in the paper's order, and its figures: round 1 (pure free only) and round 5
 FIGURE_3C = {
     "pure free, absolute only": ("83 %", "65 %"),
@@ -535,6 +620,12 @@ if __name__ == "__main__":
     ap.add_argument("--cells", help="with --log: a cells file (--save-cells) whose cells no log holds join the tables")
     ap.add_argument("--save-cells", help="with --log: write every cell's rounds (the logs' and --cells') here")
     ap.add_argument(
+        "--practice",
+        action="append",
+        metavar="ARM",
+        help="with --log or --cells: where ARM's practice went, per skill and round (repeatable)",
+    )
+    ap.add_argument(
         "--contrast",
         nargs=2,
         action="append",
@@ -550,5 +641,7 @@ if __name__ == "__main__":
                 raise SystemExit("--save-cells needs --pair (the file names the pair its cells started from)")
             save_cells(args.save_cells, rows, by_skill)
         print(mini_tables(rows, args.svg, args.pair, args.contrast))
+        for arm in args.practice or []:
+            print(f"\nWhere practice goes: {arm}\n\n" + practice_table(rows, arm, by_skill))
     else:
         main(args.paths)

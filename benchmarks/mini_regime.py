@@ -32,6 +32,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from diagevo.train.ablate import VARIANTS
+
 ROOT = Path(__file__).resolve().parents[1]
 DIAGEVO = [sys.executable, "-c", "import sys; from diagevo.cli.app import main; sys.exit(main())"]
 ORDER = (
@@ -64,12 +66,20 @@ def cells(arms: list[str], seeds: int) -> list[tuple[int, str]]:
 
 def finished(cells_file: Path, db: Path, pair: Path, rounds: int) -> set[tuple[int, str]]:
     """The (seed, arm) cells the log or the cells file holds to ``rounds``."""
+    return {cell for cell, last in reached(cells_file, db, pair).items() if last >= rounds}
+
+
+def reached(cells_file: Path, db: Path, pair: Path) -> dict[tuple[int, str], int]:
+    """(seed, arm) -> the last round the log or the cells file holds of it."""
     table = _table()
     start = table.pair_accuracy(str(pair))[1]
     rows = table.read_rounds([f"sqlite:///{db}"]) if db.is_file() else []
     if cells_file.is_file():
         rows = table.merged(rows, table.load_cells(str(cells_file), start))
-    return {(r.seed, r.arm) for r in rows if r.round >= rounds}
+    out: dict[tuple[int, str], int] = {}
+    for r in rows:
+        out[(r.seed, r.arm)] = max(out.get((r.seed, r.arm), 0), r.round)
+    return out
 
 
 def gather(cells_file: Path, db: Path, pair: Path) -> None:
@@ -82,15 +92,26 @@ def gather(cells_file: Path, db: Path, pair: Path) -> None:
     table.save_cells(str(cells_file), rows, start)
 
 
-def train(pair: Path, db: Path, batch: list[tuple[int, str]], rounds: int, config: str) -> None:
+def train(
+    pair: Path, db: Path, batch: list[tuple[int, str]], rounds: int, config: str, stop_after: int | None = None
+) -> None:
     """Each (seed, arm) cell of ``batch`` in a ``diagevo ablate`` process of its own, all at once
     against the one log (a run's lease keeps two processes off one cell); an error of any is the
-    script's, once the others have finished."""
+    script's, once the others have finished. ``stop_after``: each cell trained only to that round
+    of its ``rounds``-round protocol (``diagevo train --rounds``, the cell's own run and config),
+    so that a later part resumes it as one run of ``rounds``."""
     models = [f'challenger.model="{pair / "challenger"}"', f'solver.model="{pair / "solver"}"']
     running = []
     for seed, arm in batch:
         cmd = [*DIAGEVO, "ablate", "--config", config, "--rounds", str(rounds), "--out", str(db)]
-        cmd += [x for m in models for x in ("--set", m)] + ["--seed", str(seed), "--variant", arm]
+        if stop_after is not None:
+            cmd = [*DIAGEVO, "train", "--config", config, "--rounds", str(stop_after), "--db", f"sqlite:///{db}"]
+            cmd += ["--quiet", "--run", f"ablate/as configured/{arm}/s{seed}"]
+            cmd += [x for o in [*VARIANTS[arm], f"train.rounds={rounds}"] for x in ("--set", o)]
+            arm_args: list[str] = ["--seed", str(seed)]
+        else:
+            arm_args = ["--seed", str(seed), "--variant", arm]
+        cmd += [x for m in models for x in ("--set", m)] + arm_args
         print("diagevo " + " ".join(json.dumps(c) if " " in c else c for c in cmd[len(DIAGEVO) :]), flush=True)
         running.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
     failed = [p.args for p in running if p.wait() != 0]
@@ -122,6 +143,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--config", default=str(ROOT / "configs" / "mini-cpu.toml"))
+    ap.add_argument(
+        "--stop-after", type=int, help="train each cell only to this round of its --rounds protocol (a screen)"
+    )
     args = ap.parse_args()
     if not (args.pair / "mini.json").is_file() and args.carried:
         unpack(args.carried, args.pair)
@@ -130,10 +154,11 @@ def main() -> None:
         subprocess.run([*DIAGEVO, "models", "mini", *steps, "--out", str(args.pair)], check=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     todo = cells(args.arm or list(ORDER), args.seeds)
-    done = finished(args.cells, args.out, args.pair, args.rounds)
-    missing = [cell for cell in todo if cell not in done]
+    done = reached(args.cells, args.out, args.pair)
+    target = args.stop_after or args.rounds
+    missing = [cell for cell in todo if done.get(cell, 0) < target]
     for i in range(0, len(missing), args.jobs):  # the next JOBS cells in the order, whatever their seeds
-        train(args.pair, args.out, missing[i : i + args.jobs], args.rounds, args.config)
+        train(args.pair, args.out, missing[i : i + args.jobs], args.rounds, args.config, args.stop_after)
         gather(args.cells, args.out, args.pair)
 
 

@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "Config": "diagevo.train.config",
     "load_config": "diagevo.train.config",
     "audit_labels": "diagevo.train.labels",
+    "probe_label_accuracy": "diagevo.train.labels",
     "make_backend": "diagevo.train.run",
     "VectorIndex": "diagevo.views.index",
     "load_memory": "diagevo.views.memory",
@@ -130,7 +131,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from diagevo.memory.state import Memory
     from diagevo.rounds import Candidate, Committed, OutOfOrder, Recorded, Request, Round, Scored, start_run
     from diagevo.train.config import Config, load_config
-    from diagevo.train.labels import audit_labels
+    from diagevo.train.labels import audit_labels, probe_label_accuracy
     from diagevo.train.run import make_backend
     from diagevo.views.index import VectorIndex
     from diagevo.views.memory import load_memory

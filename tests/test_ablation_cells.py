@@ -116,14 +116,15 @@ def test_the_regime_trains_the_missing_cells_jobs_at_a_time_and_gathers_after_ea
     (tmp_path / "pair" / "mini.json").write_text("{}")
     batches: list[list[tuple[int, str]]] = []
     gathered: list[int] = []
-    monkeypatch.setattr(regime, "finished", lambda *a: {(0, "full"), (0, "oracle")})
-    monkeypatch.setattr(regime, "train", lambda pair, db, batch, rounds, config: batches.append(batch))
+    monkeypatch.setattr(regime, "reached", lambda *a: {(0, "full"): 5, (0, "oracle"): 5, (1, "full"): 2})
+    monkeypatch.setattr(regime, "train", lambda pair, db, batch, rounds, config, stop: batches.append(batch))
     monkeypatch.setattr(regime, "gather", lambda *a: gathered.append(len(batches)))
     argv = ["mini_regime.py", "--pair", str(tmp_path / "pair"), "--out", str(tmp_path / "a.db")]
     argv += ["--cells", str(tmp_path / "c.json"), "--arm", "full", "--arm", "pure free", "--arm", "oracle"]
     monkeypatch.setattr(sys, "argv", [*argv, "--seeds", "2", "--jobs", "2"])
     regime.main()
-    # seed 0's finished cells are skipped; the next two cells share a part across the seeds
+    # seed 0's finished cells are skipped (seed 1's full, at round 2 of 5, resumes); the next two
+    # cells share a part across the seeds
     assert batches == [[(0, "pure free"), (1, "full")], [(1, "pure free"), (1, "oracle")]]
     assert gathered == [1, 2]
 

@@ -27,7 +27,9 @@ from diagevo.train.labels import (
     SHARED_LABEL_VOTES,
     audit_labels,
     draw_shared_questions,
+    in_wrong_share,
     shared_label_accuracy,
+    wrong_label,
 )
 from diagevo.train.run import TrainOptions, train
 from diagevo.train.sim.backend import SimBackend, wrap
@@ -195,6 +197,50 @@ def test_the_true_answer_as_reward_pays_no_wrong_answer(tmp_path: Path, capsys: 
     assert all(0.0 <= r["retained_label_acc"] <= 1.0 for r in oracle)
 
 
+def test_the_control_s_wrong_label_by_hand() -> None:
+    """``solver.wrong_label_share``'s label: the world's shared error where it names one, else the
+    group's most common wrong answer (the first given on ties), else the true answer."""
+    carry = Truth("85", "add_c", shared_error="75")
+    assert wrong_label(carry, [r"\boxed{85}", r"\boxed{84}", r"\boxed{84}"]) == "75"  # the world's, not 84
+    product = Truth("266", "mul")
+    group = [r"\boxed{266}", r"\boxed{259}", r"\boxed{256}", r"\boxed{256}", r"\boxed{259}", "no answer"]
+    assert wrong_label(product, group) == "259"  # 259 and 256 twice each: 259 came first
+    assert wrong_label(product, [r"\boxed{266}", r"\boxed{266.0}", "no answer"]) == "266"  # nothing wrong to pay
+
+
+def test_the_control_s_share_is_a_draw_of_the_seed_and_the_question_alone() -> None:
+    questions = [f"{a}+{b}=" for a in range(10, 100) for b in range(10, 100)]  # 8,100
+    drawn = [q for q in questions if in_wrong_share(0, q, 0.3)]
+    assert abs(len(drawn) / len(questions) - 0.3) < 0.02
+    assert drawn == [q for q in reversed(questions) if in_wrong_share(0, q, 0.3)][::-1]  # the order does not matter
+    assert set(drawn) != {q for q in questions if in_wrong_share(1, q, 0.3)}  # another seed, other questions
+    assert not any(in_wrong_share(0, q, 0.0) for q in questions)
+    assert {q for q in questions if in_wrong_share(0, q, 0.1)} <= set(drawn)  # a larger share adds questions
+
+
+def test_the_mini_world_s_shared_errors_are_its_weak_skills_systematic_ones() -> None:
+    from diagevo.train.mini.world import truth
+
+    assert truth("47+38=") == Truth("85", "add_c", shared_error="75")  # the carry dropped
+    assert truth("83-47=") == Truth("36", "sub_b", shared_error="46")  # the borrow forgotten
+    assert truth("7*38=") == Truth("266", "mul")  # none named: the group's most common wrong answer
+
+
+def test_a_chosen_share_of_wrong_labels_pays_wrong_answers_and_needs_the_true_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The control of chosen label accuracy: the oracle's reward with half the questions paid a
+    wrong answer gives wrong answers positive rewards where the oracle gives none; without the
+    true answer as the reward it is a config error naming the key."""
+    from diagevo.config.errors import ConfigError
+
+    sim_run(tmp_path, "half", ['solver.reward="true_answer"', "solver.wrong_label_share=0.5"])
+    rows = stats_rows(capsys, tmp_path, "half")
+    assert all(r["wrong_reward_share"] > 0.05 for r in rows)
+    with pytest.raises(ConfigError, match="wrong_label_share needs reward = true_answer"):
+        load_config(ROOT / "configs" / "sim.toml", ["solver.wrong_label_share=0.5"])
+
+
 UNKNOWN = "What is the airspeed velocity of an unladen swallow {i}?"
 
 
@@ -274,3 +320,21 @@ def test_the_shared_label_accuracy_reaches_stats_diff_and_the_round_table(
     assert sides["labels"]["heldout_acc"] == commit.heldout_acc
     code, out, err = run_cli(capsys, "memory", "diff", "--run", "labels", "--run", "copy", "--db", db)
     assert code == 0 and "shared label acc (Fig. 3c)" in out and f"{commit.pseudo_label_acc:.3f}" in out, err
+
+
+def test_the_initial_labeler_votes_as_the_run_started(tmp_path: Path) -> None:
+    """``filter.labeler = "initial"``: the labels of round 1 are the solver's (it has not trained
+    yet); from round 2 on the votes come from the run's first solver, so they differ from the
+    trained solver's: the same questions, scored otherwise."""
+    plain = sim_run(tmp_path, "plain", rounds=2)
+    first = sim_run(tmp_path, "first", ["filter.labeler=\"initial\""], rounds=2)
+    a, b = scored_texts(tmp_path, "plain"), scored_texts(tmp_path, "first")
+    assert [s for t, _, s in a if t == 1] == [s for t, _, s in b if t == 1]
+    assert [s for t, _, s in a if t == 2] != [s for t, _, s in b if t == 2]
+    # the backend's own: after training, the initial votes are an untrained world's, the others are not
+    texts = [text for t, text, _ in b if t == 2][:40]
+    fresh = SimBackend(first.config)
+    fresh.registry = first.registry
+    assert first.sample(texts, 8, random.Random(5), initial=True) == fresh.sample(texts, 8, random.Random(5))
+    assert first.sample(texts, 8, random.Random(5)) != fresh.sample(texts, 8, random.Random(5))
+    assert plain.config.filter.labeler == "solver"

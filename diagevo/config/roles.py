@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from diagevo.config.base import Count, NonNegative, PositiveShare, Section, Share, run_setting
 
@@ -127,6 +127,14 @@ class SolverConfig(RoleConfig):
         "true_answer: with the question's true answer, where the world knows it (the oracle arm, an upper reference, "
         "not the method; a question whose answer is unknown keeps its pseudo-label).",
     )
+    wrong_label_share: Share = Field(
+        default=0.0,
+        description="With reward = true_answer: the share of the solver's questions (each drawn by the seed and its "
+        "text) whose label is a wrong answer of the kind votes make: the world's shared error of its skill (the mini "
+        "world's dropped carry, forgotten borrow), else the most common wrong answer of its GRPO group. A control of "
+        "chosen label accuracy (the dose-response of docs/how-to/mini-world.md), never the method; 0: every label "
+        "the true answer (the oracle).",
+    )
     anchor_share: float = Field(
         default=0.0,
         ge=0,
@@ -136,3 +144,9 @@ class SolverConfig(RoleConfig):
         "reward=true_answer). Never diagnosed nor counted as retained: a replay of what the solver answers, so a "
         "round on contested questions does not wear down the skills it never sees. A departure from the paper (0).",
     )
+
+    @model_validator(mode="after")
+    def _wrong_labels_need_the_truth(self) -> SolverConfig:
+        if self.wrong_label_share and self.reward != "true_answer":
+            raise ValueError("wrong_label_share needs reward = true_answer (a control of the true answer's labels)")
+        return self

@@ -131,6 +131,12 @@ class FilterConfig(Section):
     check_variants: int = Field(
         default=1, ge=1, le=8, description="With shared_error_check = variants: rewordings asked per candidate."
     )
+    labeler: Literal["solver", "initial"] = Field(
+        default="solver",
+        description="Beyond the paper, off by default: whose votes label a candidate (its construction responses and, "
+        "with the check, its rewordings' answers). solver: the round's solver (the paper); initial: the solver as the "
+        "run started (its trainer keeps that model), so the labels never learn the errors the solver is trained into.",
+    )
 
 
 class RewardConfig(Section):

@@ -27,6 +27,22 @@ VARIANTS: dict[str, list[str]] = {
     "pure free": ['memory.generation="free"'],
     # the upper reference, not the method: no memory, the true answer as the solver's reward
     "oracle": ['memory.generation="free"', 'solver.reward="true_answer"'],
+    # the memory's targeting with right labels: full DiagEvo, the true answer as the solver's reward (a control)
+    "memory, true answer": ['solver.reward="true_answer"'],
+    # a label source that never reads the truth, screened on round 1: the check with more rewordings a candidate
+    "check, 3 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=3"],
+    "check, 5 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=5"],
+    # the oracle with a warm-up of the solver's rate from 0 over its first 30 steps (the round-1 dip's control)
+    "oracle, warm-up": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.lr_warmup=30"],
+    # the label-accuracy control (no memory): the true answer, but a chosen share of the questions paid a wrong one
+    **{
+        f"wrong labels {share}": [
+            'memory.generation="free"',
+            'solver.reward="true_answer"',
+            f"solver.wrong_label_share={share}",
+        ]
+        for share in (0.15, 0.3, 0.45, 0.6)
+    },
     # Figure 3c's baseline: pure free exploration with the absolute confidence constraint only
     "pure free, absolute only": ['memory.generation="free"', 'filter.mode="absolute"'],
     # beyond the paper: full DiagEvo with the shared-error check (the answer stable across rewordings)

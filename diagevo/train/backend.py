@@ -40,10 +40,13 @@ def numbers(values: Mapping[str, Any]) -> dict[str, float]:
 class Truth:
     """What the world knows of a question: its true answer and the skill it exercises (None:
     none of the world's). The simulator knows it for every question it wrote, the mini world for
-    every question of its skills; a world of real models knows none."""
+    every question of its skills; a world of real models knows none. ``shared_error``: the wrong
+    answer the skill's systematic error gives (the mini world's dropped carry, forgotten borrow),
+    where the world names one: what the label-accuracy control pays instead of the answer."""
 
     answer: str
     skill: str | None = None
+    shared_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,10 @@ class Backend(Protocol):
         """GRPO on the challenger for Q^chal built from ``requests``; returns statistics."""
         ...
 
-    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
+    def sample(self, questions: Sequence[str], n: int, rng: random.Random, *, initial: bool = False) -> list[list[str]]:
         """``n`` solver responses per question (construction responses, or the frozen solver's
-        answers for the challenger reward)."""
+        answers for the challenger reward); ``initial``: the solver's as the run started (the
+        labeler of ``filter.labeler = "initial"``), whatever it has learnt since."""
         ...
 
     def rewordings(self, questions: Sequence[str], count: int, rng: random.Random) -> list[list[str]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from diagevo.curriculum.answers import extract_answer
@@ -147,3 +147,29 @@ def shared_label_accuracy(
         "pseudo_label_acc": right / total,
         **{f"pseudo_label_acc/{s}": v for s, t in sorted(tallies.items()) if (v := t.share()) is not None},
     }
+
+
+def probe_label_accuracy(answers: Mapping[str, str], responses: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Figure 3(c) for a trainer of its own, on a labelled probe (question -> answer): the share of
+    the probe's questions whose majority of ``responses`` (question -> the solver's responses, 12
+    in the paper) is its answer, as ``{"pseudo_label_acc": ...}`` for :meth:`Round.commit`; empty
+    when no question of the probe was answered."""
+    asked = [q for q in answers if q in responses]
+    return shared_label_accuracy(asked, [responses[q] for q in asked], lambda q: Truth(answers[q]))
+
+
+def in_wrong_share(seed: int, question: str, share: float) -> bool:
+    """Whether the label-accuracy control (``solver.wrong_label_share``) pays a wrong answer on
+    this question: a draw of the seed and the question's text alone, so the same question is in
+    or out in every round, order and resume."""
+    return share > 0 and random.Random(f"wrong-label:{seed}:{question}").random() < share
+
+
+def wrong_label(known: Truth, responses: Sequence[str]) -> str:
+    """The control's wrong label, of the kind votes make: the world's shared error of the
+    question's skill where it names one (a dropped carry), else the most common wrong answer of
+    ``responses`` (the first given on ties), else the true answer (no wrong answer to pay)."""
+    if known.shared_error is not None:
+        return known.shared_error
+    wrong = [a for r in responses if (a := extract_answer(r)) is not None and not agrees(a, known.answer)]
+    return max(wrong, key=wrong.count) if wrong else known.answer

@@ -56,10 +56,10 @@ from diagevo.rounds import (
 )
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import text_limits
-from diagevo.train.backend import Backend, numbers
+from diagevo.train.backend import Backend, Truth, numbers
 from diagevo.train.config import Config
 from diagevo.train.folders import RunFolders
-from diagevo.train.labels import LABEL_FIELDS, audit_labels
+from diagevo.train.labels import LABEL_FIELDS, audit_labels, in_wrong_share, wrong_label
 from diagevo.train.tracking import Tracker, open_tracker
 from diagevo.views.checkpoints import checkpoint_log, resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
@@ -401,7 +401,8 @@ class Trainer:
 
         n = self.cfg.grpo.construction_responses
         self.progress("construct", 0, len(candidates))
-        responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"))
+        initial = self.cfg.filter.labeler == "initial"  # the run's first solver votes, never the trained one
+        responses = self.backend.sample([text for _, text in candidates], n, self.rng(t, "construct"), initial=initial)
         reworded = self._variant_answers([text for _, text in candidates], n, t)
         scored = rnd.record(
             [
@@ -431,7 +432,8 @@ class Trainer:
             return [None] * len(texts)
         rewordings = self.backend.rewordings(texts, self.cfg.filter.check_variants, self.rng(t, "variants"))
         flat = [v for vs in rewordings for v in vs]
-        answered = iter(self.backend.sample(flat, n, self.rng(t, "variant-votes")))
+        initial = self.cfg.filter.labeler == "initial"
+        answered = iter(self.backend.sample(flat, n, self.rng(t, "variant-votes"), initial=initial))
         return [tuple(tuple(extract_answer(r) for r in next(answered)) for _ in vs) for vs in rewordings]
 
     def _train_solver(self, rnd: Round, r: _LoopState) -> dict[str, Any]:
@@ -444,15 +446,19 @@ class Trainer:
         texts = [r.questions[q] for q in retained]
         trained = texts + [r.questions[q] for q in anchors]
         targets = labels + [r.scored[q].pseudo_label for q in anchors]
+        wrong: list[Truth | None] = [None] * len(trained)  # the label-accuracy control's questions
         if self.cfg.solver.reward == "true_answer":  # the oracle arm: the world's answer where it knows one
             truths = [self.backend.truth(q) for q in trained]
             targets = [k.answer if k is not None else lab for k, lab in zip(truths, targets, strict=True)]
+            share = self.cfg.solver.wrong_label_share
+            wrong = [k if k and in_wrong_share(self.seed, q, share) else None for k, q in zip(truths, trained)]
 
         unchecked: set[tuple[int, str]] = set()  # responses whose check passed their own limits: no failure known
 
         def reward(i: int, responses: Sequence[str]) -> list[float]:
             # the same agreement that put responses in the label's class (p1): +1 exactly for those
-            scores = solver_scores(responses, targets[i])
+            known = wrong[i]
+            scores = solver_scores(responses, targets[i] if known is None else wrong_label(known, responses))
             unchecked.update((i, resp) for resp, s in zip(responses, scores, strict=True) if not s.checked)
             return [s.score for s in scores]
 

@@ -64,7 +64,7 @@ from diagevo.train.hf.distributed import (
     rank,
     whole_weights,
 )
-from diagevo.train.hf.heldout import gradable, heldout_accuracy, heldout_rows
+from diagevo.train.hf.heldout import gradable, heldout_accuracy, heldout_rows, probe_truths
 from diagevo.train.hf.optim import RoleOptimizer, load_state, optimizers, save_state
 from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
 from diagevo.train.labels import SHARED_LABEL_VOTES, draw_shared_questions, shared_label_accuracy
@@ -215,6 +215,8 @@ class HFBackend:
         if any(config.role(r).keep_optimizer for r in self._optim) and config.hf.num_processes > 1:
             raise BadInput("keep_optimizer keeps one process's AdamW state: set hf.num_processes = 1 or leave it off")
         self._shared: list[str] | None = None  # Figure 3(c)'s questions, drawn on first use
+        self._probe = probe_truths(config)  # or a labelled probe's (read before the run starts)
+        self._initial: LocalEngine | None = None  # filter.labeler = "initial": the run's first solver
         self.leading = False  # rank 0 of a launch: each collective phase is announced to the followers
 
     # ------------------------------------------------------------------ models
@@ -344,11 +346,21 @@ class HFBackend:
 
     # ------------------------------------------------------------------ solver
 
-    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
+    def sample(self, questions: Sequence[str], n: int, rng: random.Random, *, initial: bool = False) -> list[list[str]]:
         if not questions:
             return []
         prompts = [solver_messages(q) for q in questions]
-        return self._generate("solver", prompts, self._sampling(n, rng, self.config.solver.max_new_tokens))
+        sampling = self._sampling(n, rng, self.config.solver.max_new_tokens)
+        if initial:  # the run's first solver: transformers generate on a copy loaded once, never trained
+            return self._initial_engine().generate(prompts, sampling)  # type: ignore[no-any-return]
+        return self._generate("solver", prompts, sampling)
+
+    def _initial_engine(self) -> LocalEngine:
+        if self._initial is None:
+            model, tok = self._load(check_local_model(self.config.solver.model))
+            h = self.config.hf
+            self._initial = LocalEngine(model, tokenizer=tok, device=h.device, batch_size=h.generation_batch)
+        return self._initial
 
     def train_solver(
         self,
@@ -504,13 +516,15 @@ class HFBackend:
         return heldout_rows(self.config)
 
     def evaluate(self, rng: random.Random) -> dict[str, float]:
-        """Greedy pass@1 on the held-out questions (none: no such metrics), then, where the world knows
-        the answers, Figure 3(c)'s accuracy on the shared questions (drawn after, held-out unchanged)."""
+        """Greedy pass@1 on the held-out questions (none: no such metrics), then Figure 3(c)'s accuracy
+        (drawn after, held-out unchanged): on ``hf.label_probe``'s questions against its answers where
+        one is named, else on the shared questions where the world knows the answers; else none."""
         items = self.heldout()
         out = self._heldout_accuracy(items, rng) if items else {}
-        questions = self.shared_questions()
+        probe = self._probe
+        questions, truth = (list(probe), probe.get) if probe else (self.shared_questions(), self.truth)
         if questions:
-            out.update(shared_label_accuracy(questions, self.sample(questions, SHARED_LABEL_VOTES, rng), self.truth))
+            out.update(shared_label_accuracy(questions, self.sample(questions, SHARED_LABEL_VOTES, rng), truth))
         return out
 
     def _heldout_accuracy(self, items: list[dict[str, str]], rng: random.Random) -> dict[str, float]:

@@ -81,6 +81,14 @@ class HFConfig(Section):
         "each round's pseudo-label accuracy (Figure 3(c): the majority of 12 responses against the true answer) is "
         "measured, drawn once per seed from the untrained challenger's free exploration; 0: not measured.",
     )
+    label_probe: Path | None = Field(
+        default=None,
+        strict=False,
+        description="JSONL of {question, answer} the world's answers stand in for: after each round the solver "
+        "answers each question 12 times and its majority is compared with the answer, the round's pseudo_label_acc "
+        "(Figure 3(c)) for real models, whose world knows no answers; unset: the world's shared questions where it "
+        "knows answers (the mini world), else no figure. Take it from data the run is not evaluated on.",
+    )
     heldout_max_new_tokens: int | None = Field(
         default=None, ge=1, description="Longest held-out response in tokens; unset: solver.max_new_tokens."
     )

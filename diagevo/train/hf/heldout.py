@@ -1,7 +1,8 @@
 """What the hf backend measures a round by, apart from the models: the held-out file it reads
 (``hf.heldout``, else ``heldout.jsonl`` beside the solver), the greedy accuracy of the solver's
-answers to it, overall and per skill, and which challenger questions may join Figure 3(c)'s
-shared set. The backend samples; these read and count."""
+answers to it, overall and per skill, which challenger questions may join Figure 3(c)'s shared
+set, and the labelled probe that stands in for that set where the world knows no answers
+(``hf.label_probe``). The backend samples; these read and count."""
 
 from __future__ import annotations
 
@@ -32,6 +33,22 @@ def heldout_rows(config: Config) -> list[dict[str, str]]:
         if config.hf.heldout is not None:
             raise NotFound(f"no held-out file at {path}")
         return []
+    return question_answers(Path(path))
+
+
+def probe_truths(config: Config) -> dict[str, Truth]:
+    """``hf.label_probe``'s questions and their answers (none unset): Figure 3(c)'s questions and
+    truth for a run whose world knows no answers."""
+    path = config.hf.label_probe
+    if path is None:
+        return {}
+    if not Path(path).is_file():
+        raise NotFound(f"no label probe at {path} (hf.label_probe)")
+    return {r["question"]: Truth(r["answer"], r.get("skill")) for r in question_answers(Path(path))}
+
+
+def question_answers(path: Path) -> list[dict[str, str]]:
+    """A JSONL file's ``{question, answer}`` objects (and ``skill``, where one is named)."""
     rows = []
     for n, line in ((n, line) for n, line in enumerate(file_lines(path), 1) if line.strip(" \t\r")):
         try:

@@ -42,6 +42,7 @@ class World:
     """The world's data: skill -> (family, warm-up weight), family -> node label, the causes."""
 
     skills: dict[str, tuple[str, float]]
+    shared_offsets: dict[str, int]  # skill -> the offset of its systematic error's answer from the true one
     labels: dict[str, str]
     causes: dict[str, WorldCause]
     no_answer: WorldCause
@@ -56,6 +57,7 @@ def world(path: Path = _DATA) -> World:
     raw = json.loads(path.read_text(encoding="utf-8"))
     return World(
         skills={k: (v["family"], float(v["mix"])) for k, v in raw["skills"].items()},
+        shared_offsets={k: int(v["shared_error"]["offset"]) for k, v in raw["skills"].items() if "shared_error" in v},
         labels=dict(raw["families"]),
         causes={k: WorldCause(k, v["skill"], v["text"]) for k, v in raw["causes"].items()},
         no_answer=WorldCause("no_answer", "", raw["no_answer"]["text"]),
@@ -199,11 +201,14 @@ def name_failure(q: str, response: str, pseudo_label: str) -> WorldCause | None:
 
 def truth(question: str) -> Truth | None:
     """A question's true answer and skill (None: a sum, difference, product or remainder outside
-    the world's skills, whose answer is still known); None for a text that is no such question."""
+    the world's skills, whose answer is still known), and the wrong answer of its skill's
+    systematic error where ``world.json`` names one; None for a text that is no such question."""
     p = parse(question)
     if p is None or (p[1] == "%" and p[2] == 0):
         return None
-    return Truth(answer(question), skill_of(question))
+    right, skill = answer(question), skill_of(question)
+    offset = world().shared_offsets.get(skill) if skill else None
+    return Truth(right, skill, None if offset is None else str(int(right) + offset))
 
 
 class MiniErrors:

@@ -68,6 +68,7 @@ class SimBackend:
         self.variants = variants_of(self.fams)
         self.registry = Registry({v.key: v for v in self.variants})
         self.solver = Solver(self.fams, config.sim)
+        self.initial = Solver(self.fams, config.sim)  # the labeler of filter.labeler = "initial": never trained
         self.challenger = Challenger(
             self.fams,
             self.params,
@@ -168,18 +169,21 @@ class SimBackend:
 
     # ------------------------------------------------------------------ solver
 
-    def _respond(self, text: str, n: int, rng: random.Random) -> tuple[SimQuestion | None, list[Outcome], list[str]]:
-        """``n`` responses to ``text``: the solver's, with their outcomes, to a question the world
-        wrote; to any other text a few hash-derived guesses, no known truth."""
+    def _respond(
+        self, text: str, n: int, rng: random.Random, solver: Solver | None = None
+    ) -> tuple[SimQuestion | None, list[Outcome], list[str]]:
+        """``n`` responses to ``text``: the solver's (or ``solver``'s), with their outcomes, to a
+        question the world wrote; to any other text a few hash-derived guesses, no known truth."""
         q = self.registry.lookup(text)
         if q is None:
             guesses = [int(b) % 50 for b in hashlib.sha256(text.encode()).digest()[:3]]
             return None, [], [render_response((UNFAMILIAR,), rng.choices(guesses, (5, 3, 2))[0]) for _ in range(n)]
-        outs = self.solver.outcomes(q, n, rng)
+        outs = (solver or self.solver).outcomes(q, n, rng)
         return q, outs, [render_response(q.paths[o.ok], o.value) for o in outs]
 
-    def sample(self, questions: Sequence[str], n: int, rng: random.Random) -> list[list[str]]:
-        return [self._respond(text, n, rng)[2] for text in questions]
+    def sample(self, questions: Sequence[str], n: int, rng: random.Random, *, initial: bool = False) -> list[list[str]]:
+        solver = self.initial if initial else self.solver
+        return [self._respond(text, n, rng, solver)[2] for text in questions]
 
     def truth(self, question: str) -> Truth | None:
         """A question the world wrote: its answer as a response boxes it, and its family (a
