@@ -529,6 +529,122 @@ def _mean(xs: list[float]) -> float:
     return sum(known) / len(known) if known else float("nan")
 
 
+@dataclass(frozen=True)
+class DosePoint:
+    """One cell on the dose-response: its arm and seed, the share of its positive rewards paid to
+    wrong answers (the mean over its rounds) and its held-out change after the last round."""
+
+    arm: str
+    seed: int
+    wrong: float
+    change: float
+
+
+def dose_points(rows: list[CellRound], arms: list[str], start: float, last: int = 5) -> list[DosePoint]:
+    """The cells of ``arms`` that reached round ``last``: wrong+ (mean of rounds 1..last) against
+    held-out accuracy after round ``last`` minus the pair's ``start``."""
+    out = []
+    for arm in arms:
+        for seed in sorted({r.seed for r in rows if r.arm == arm}):
+            cell = sorted((r for r in rows if r.arm == arm and r.seed == seed), key=lambda r: r.round)
+            if len(cell) >= last and all(r.wrong_share == r.wrong_share for r in cell[:last]):
+                wrong = sum(r.wrong_share for r in cell[:last]) / last
+                out.append(DosePoint(arm, seed, wrong, cell[last - 1].heldout_acc - start))
+    return out
+
+
+def line_fit(points: list[DosePoint]) -> tuple[float, float]:
+    """Least squares change = a + b x wrong+: (a, b)."""
+    n = len(points)
+    mx, my = sum(p.wrong for p in points) / n, sum(p.change for p in points) / n
+    sxx = sum((p.wrong - mx) ** 2 for p in points)
+    b = sum((p.wrong - mx) * (p.change - my) for p in points) / sxx
+    return my - b * mx, b
+
+
+def break_even(points: list[DosePoint], draws: int = 2000) -> tuple[float, float, float]:
+    """The wrong+ at which the fitted line crosses zero, and its 95 % interval: percentiles of the
+    crossing over ``draws`` resamples of the cells with replacement (a fixed stream: the same
+    points give the same interval)."""
+    import random
+
+    a, b = line_fit(points)
+    rng, found = random.Random(0), []
+    for _ in range(draws):
+        sample = [rng.choice(points) for _ in points]
+        if len({p.wrong for p in sample}) > 1:
+            sa, sb = line_fit(sample)
+            if sb < 0:
+                found.append(-sa / sb)
+    found.sort()
+    return -a / b, found[int(0.025 * len(found))], found[int(0.975 * len(found)) - 1]
+
+
+def dose_table(rows: list[CellRound], dose: list[str], others: list[str], start: float) -> tuple[str, str]:
+    """The dose-response (markdown, SVG): the line through the ``dose`` cells, its break-even,
+    then each arm of ``others`` placed on it at its own measured wrong+ (mean over its seeds)
+    beside its measured change: what the line predicts for it, and by how much it misses."""
+    points = dose_points(rows, dose, start)
+    a, b = line_fit(points)
+    at, lo, hi = break_even(points)
+    out = [
+        f"Line through the {len(points)} control cells: change ≈ {a:+.3f} {b:+.3f} × wrong+; "
+        f"break-even wrong+ {at:.3f} (95 % interval {lo:.3f} to {hi:.3f}, cells resampled)",
+        "",
+        "| arm | cells | wrong+ (rounds 1-5) | change after round 5 | the line at its wrong+ | measured − line |",
+        "|---|---|---|---|---|---|",
+    ]
+    placed = []
+    for arm in [*dose, *others]:
+        cells = dose_points(rows, [arm], start)
+        if not cells:
+            continue
+        w = sum(p.wrong for p in cells) / len(cells)
+        c = sum(p.change for p in cells) / len(cells)
+        placed.append((arm, w, c, arm in dose))
+        out.append(f"| {arm} | {len(cells)} | {w:.3f} | {c:+.3f} | {a + b * w:+.3f} | {c - a - b * w:+.3f} |")
+    return "\n".join(out), _dose_svg(points, placed, (a, b), at)
+
+
+def _dose_svg(
+    points: list[DosePoint], placed: list[tuple[str, float, float, bool]], fit: tuple[float, float], at: float
+) -> str:
+    """The dose cells as dots, the fitted line, the break-even, each other arm a labelled cross."""
+    w, h, pad = 560, 340, 48
+    xs = [p.wrong for p in points] + [x for _, x, _, _ in placed] + [0.0]
+    ys = [p.change for p in points] + [y for _, _, y, _ in placed] + [0.0]
+    x0, x1 = min(xs) - 0.02, max(xs) + 0.02
+    y0, y1 = min(ys) - 0.02, max(ys) + 0.02
+
+    def xy(x: float, y: float) -> tuple[float, float]:
+        return pad + (w - 2 * pad) * (x - x0) / (x1 - x0), h - pad - (h - 2 * pad) * (y - y0) / (y1 - y0)
+
+    a, b = fit
+    (lx0, ly0), (lx1, ly1), (zx0, zy), (zx1, _) = xy(x0, a + b * x0), xy(x1, a + b * x1), xy(x0, 0), xy(x1, 0)
+    bx, by = xy(at, 0)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
+        f'<text x="{pad}" y="16">held-out change after round 5 against wrong+ (mean of rounds 1-5)</text>',
+        f'<line x1="{zx0:.1f}" y1="{zy:.1f}" x2="{zx1:.1f}" y2="{zy:.1f}" stroke="#999" stroke-dasharray="3,3"/>',
+        f'<line x1="{lx0:.1f}" y1="{ly0:.1f}" x2="{lx1:.1f}" y2="{ly1:.1f}" stroke="#1f77b4"/>',
+        f'<circle cx="{bx:.1f}" cy="{by:.1f}" r="4" fill="none" stroke="#1f77b4"/>',
+        f'<text x="{bx + 6:.1f}" y="{by - 6:.1f}" fill="#1f77b4">break-even {at:.2f}</text>',
+        f'<text x="4" y="{h - pad:.0f}">{y0:+.2f}</text><text x="4" y="{pad:.0f}">{y1:+.2f}</text>',
+        f'<text x="{pad}" y="{h - 8}">wrong+ {x0:.2f}</text><text x="{w - pad - 60}" y="{h - 8}">{x1:.2f}</text>',
+    ]
+    for p in points:
+        cx, cy = xy(p.wrong, p.change)
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2.5" fill="#1f77b4"/>')
+    for k, (arm, x, y, is_dose) in enumerate(placed):
+        if is_dose:
+            continue
+        cx, cy = xy(x, y)
+        cross = f"M{cx - 4:.1f},{cy - 4:.1f}l8,8m-8,0l8,-8"
+        parts.append(f'<path d="{cross}" stroke="#d62728"/>')
+        parts.append(f'<text x="{cx + 6:.1f}" y="{cy + 4 + 11 * (k % 2):.1f}" fill="#d62728">{arm}</text>')
+    return "\n".join([*parts, "</svg>"]) + "\n"
+
+
 # Figure 3(c)'s three settings, in the paper's order, and its figures: round 1 (pure free only) and round 5
 FIGURE_3C = {
     "pure free, absolute only": ("83 %", "65 %"),
@@ -619,6 +735,8 @@ if __name__ == "__main__":
     ap.add_argument("--pair", help="with --log: the pair's directory (its mini.json): round 0 and each arm's gain")
     ap.add_argument("--cells", help="with --log: a cells file (--save-cells) whose cells no log holds join the tables")
     ap.add_argument("--save-cells", help="with --log: write every cell's rounds (the logs' and --cells') here")
+    ap.add_argument("--dose", action="append", metavar="ARM", help="with --cells/--log: an arm of the dose-response")
+    ap.add_argument("--dose-svg", help="with --dose: write the dose-response plot here")
     ap.add_argument(
         "--practice",
         action="append",
@@ -641,6 +759,15 @@ if __name__ == "__main__":
                 raise SystemExit("--save-cells needs --pair (the file names the pair its cells started from)")
             save_cells(args.save_cells, rows, by_skill)
         print(mini_tables(rows, args.svg, args.pair, args.contrast))
+        if args.dose:
+            if not args.pair:
+                raise SystemExit("--dose needs --pair (the change is measured from the pair)")
+            others = sorted({r.arm for r in rows} - set(args.dose))
+            text, svg = dose_table(rows, args.dose, others, pair_accuracy(args.pair)[0])
+            print("\nThe label accuracy a learner needs\n\n" + text)
+            if args.dose_svg:
+                with open(args.dose_svg, "w", encoding="utf-8") as f:
+                    f.write(svg)
         for arm in args.practice or []:
             print(f"\nWhere practice goes: {arm}\n\n" + practice_table(rows, arm, by_skill))
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
 
@@ -52,6 +53,24 @@ def base_log() -> Log:
     log = Log()
     log.node("N1").cause("C1", "N1").cause("C2", "N1").attribute("C1", "f1")
     return log.commit()
+
+
+def test_a_frequency_power_below_one_draws_causes_with_few_failures_more() -> None:
+    """``memory.frequency_power`` q: p(e) ∝ f(e)^q over Active causes. C1 f=4, C2 f=1: q = 1 is
+    Eq. 1 (4/5, 1/5), q = 0.5 gives 2/3 and 1/3 (√4 = 2, √1 = 1), q = 0 draws both alike; ε,
+    F_t and F_1 are Eq. 1's whatever q is; a stored power out of [0, 1] reads as 1."""
+    log = Log()
+    log.node("N1").cause("C1", "N1").cause("C2", "N1")
+    for f in ("f1", "f2", "f3"):
+        log.attribute("C1", f)
+    mem = fold(log.commit().rows(), "r1")
+    for q, want in ((1.0, {"C1": 0.8, "C2": 0.2}), (0.5, {"C1": 2 / 3, "C2": 1 / 3}), (0.0, {"C1": 0.5, "C2": 0.5})):
+        powered = replace(mem, config=MappingProxyType({**mem.config, "memory": {"k": 0.5, "frequency_power": q}}))
+        s = schedule(powered)
+        assert s.p == pytest.approx(want), q
+        assert (s.F, s.F1, s.epsilon) == (5, 5, pytest.approx(5 / (5 + 5 / mem.k)))
+    odd = replace(mem, config=MappingProxyType({**mem.config, "memory": {"frequency_power": 7}}))
+    assert schedule(odd).p == schedule(mem).p == {"C1": 0.8, "C2": 0.2}
 
 
 # --- Eq. 6: promotion ---------------------------------------------------------------------------

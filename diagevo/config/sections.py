@@ -186,6 +186,12 @@ class MemoryConfig(Section):
     challenger_updates: bool = Field(
         default=True, description="false: the 'frozen challenger' ablation; the challenger is never updated."
     )
+    frequency_power: Share = Field(
+        default=1.0,
+        description="q: targeting draws cause e with p_{t+1}(e) ∝ f_t(e)^q over Active causes (1: Eq. 1's f_t(e) / "
+        "F_t, the paper). Below 1, a departure: a cause with few failures counted (a skill whose questions the filter "
+        "seldom retains) is targeted more than its share of F_t; 0 draws every Active cause with a failure alike.",
+    )
 
 
 IN_PROCESS_EMBEDDERS = ("static", "local")

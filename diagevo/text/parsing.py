@@ -381,6 +381,15 @@ def _field_name(part: Any) -> str:
     return text if len(text) <= 40 and not _CONTROL.search(text) else quoted(part, 40)
 
 
+def config_power(config: Mapping[str, Any]) -> float:
+    """``memory.frequency_power`` of a run's stored config: 1 (Eq. 1's p ∝ f) where it is absent,
+    as in every run before the key, or not a number in [0, 1] (a config no writer stored)."""
+    memory = config.get("memory")
+    power = memory.get("frequency_power", 1.0) if isinstance(memory, Mapping) else 1.0
+    ok = isinstance(power, (int, float)) and not isinstance(power, bool) and 0 <= power <= 1
+    return float(power) if ok else 1.0
+
+
 def config_k(config: Mapping[str, Any]) -> float | None:
     """The k of Eq. 1 a run's stored config carries (``config.k``, else ``config.memory.k``), or
     None: the one place k is looked up in a stored config (the fold must not load the config's

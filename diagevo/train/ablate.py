@@ -29,6 +29,10 @@ VARIANTS: dict[str, list[str]] = {
     "oracle": ['memory.generation="free"', 'solver.reward="true_answer"'],
     # the memory's targeting with right labels: full DiagEvo, the true answer as the solver's reward (a control)
     "memory, true answer": ['solver.reward="true_answer"'],
+    # targeting drawn alike over the Active causes (p ∝ f^0), with and without the true answer: can the memory
+    # steer practice to a skill whose failures the filter seldom lets reach it?
+    "memory, true answer, flat": ['solver.reward="true_answer"', "memory.frequency_power=0"],
+    "full, flat": ["memory.frequency_power=0"],
     # a label source that never reads the truth, screened on round 1: the check with more rewordings a candidate
     "check, 3 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=3"],
     "check, 5 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=5"],
