@@ -104,6 +104,13 @@ class Backend(Protocol):
         labeler of ``filter.labeler = "initial"``), whatever it has learnt since."""
         ...
 
+    def recall(self, requests: Sequence[GenerationRequest], rng: random.Random) -> None:
+        """A round resumed after its questions were generated (and its last checkpoint before
+        them): a world that holds its questions in memory (the simulator's registry) writes them
+        again from the same requests and stream, so it answers them as it did; a world that reads
+        a question from its text (the hf backend's) has nothing to do."""
+        ...
+
     def rewordings(self, questions: Sequence[str], count: int, rng: random.Random) -> list[list[str]]:
         """Up to ``count`` rewordings of each question whose answer is the question's, for the
         shared-error check (``filter.shared_error_check = "variants"``); a question none can be

@@ -326,6 +326,9 @@ class Trainer:
 
         # (5) solver GRPO on retained questions; failed responses go to diagnosis
         if not r.done("solver"):
+            if "construct" not in r.finished:  # resumed past the generation: the world writes the questions again
+                reqs = [q.generation_request() for q in requests(n_cur, "curriculum")]
+                self.backend.recall(reqs, self.rng(t, "generate"))
             started = time.perf_counter()
             with self.tracker.phase(t, "solver"):
                 stats = self._train_solver(rnd, r)

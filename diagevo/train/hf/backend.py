@@ -558,6 +558,9 @@ class HFBackend:
     def truth(self, question: str) -> Truth | None:
         return self._truth(question) if self._truth is not None else None
 
+    def recall(self, requests: Sequence[GenerationRequest], rng: random.Random) -> None:
+        """Nothing to do: a question's truth and skill are read from its text."""
+
     def rewordings(self, questions: Sequence[str], count: int, rng: random.Random) -> list[list[str]]:
         """The world's rewordings where it writes them (the mini world's answer-preserving
         rewrites); else the challenger's: ``count`` samples of the [reword] prompt a question, each

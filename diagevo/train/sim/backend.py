@@ -118,6 +118,9 @@ class SimBackend:
         qs, _ = self._propose(requests, rng)
         return [wrap(q.text) for q in qs]
 
+    def recall(self, requests: Sequence[GenerationRequest], rng: random.Random) -> None:
+        self.generate(requests, rng)  # the registry learns the round's questions again
+
     def train_challenger(
         self,
         requests: Sequence[GenerationRequest],
