@@ -13,9 +13,18 @@ pytest.importorskip("trl")
 import torch  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
-from diagevo.catalog import CauseCreated, CheckpointWritten, EvalRecorded, PhaseCompleted, QuestionScored, of_type
+from diagevo.catalog import (
+    CauseCreated,
+    CheckpointWritten,
+    EvalRecorded,
+    PhaseCompleted,
+    QuestionScored,
+    RoundCommitted,
+    of_type,
+)
 from diagevo.curriculum.prompts import solver_messages  # noqa: E402
 from diagevo.diagnosis.heuristic import MODEL as HEURISTIC  # noqa: E402
+from diagevo.errors import NotFound
 from diagevo.generation import Sampling, make_engine  # noqa: E402
 from diagevo.log import open_log
 from diagevo.train.config import load_config  # noqa: E402
@@ -97,6 +106,34 @@ def test_a_tiny_round_runs_the_whole_loop(tiny_round) -> None:  # noqa: ANN001
     assert diagnosed and all((e.event.model or HEURISTIC) == HEURISTIC for e in diagnosed)
     assert any(e.type == "cause.created" for e in events)
     assert "heldout_acc" in report.metrics
+
+
+def test_a_labelled_probe_gives_real_models_the_paper_s_label_measure(
+    tiny_round, tiny_dir: Path, tmp_path: Path
+) -> None:  # noqa: ANN001
+    """``hf.label_probe``: a round of real models whose world knows no answers records Figure
+    3(c)'s ``pseudo_label_acc`` on the probe (the solver's majority of 12 against its answers),
+    shown by ``memory stats``; without one the figure is absent, not zero."""
+    cfg, store, run, reports, backend, tmp = tiny_round
+    assert "pseudo_label_acc" not in reports[0].metrics
+    assert all(r.pseudo_label_acc is None for r in store_commits(store, run))
+    probe = tmp_path / "probe.jsonl"
+    probe.write_text(
+        "".join(json.dumps({"question": f"What is {a} + 7?", "answer": str(a + 7)}) + "\n" for a in range(5))
+    )
+    cfg = tiny_config(tiny_dir, tmp_path, f"hf.label_probe={json.dumps(str(probe))}")
+    with open_log(f"sqlite:///{tmp_path / 'p.db'}", create=True) as probed:
+        run, (report,) = train(cfg, probed, TrainOptions(backend=HFBackend(cfg)))
+        (commit,) = store_commits(probed, run)
+    assert 0.0 <= report.metrics["pseudo_label_acc"] <= 1.0
+    assert commit.pseudo_label_acc == report.metrics["pseudo_label_acc"]
+    missing = tiny_config(tiny_dir, tmp_path, f"hf.label_probe={json.dumps(str(tmp_path / 'none.jsonl'))}")
+    with pytest.raises(NotFound, match="no label probe at .*none.jsonl"):
+        HFBackend(missing)
+
+
+def store_commits(store, run: str) -> list:  # noqa: ANN001
+    return [e.event for e in store.read(run, types=(RoundCommitted,))]
 
 
 def test_the_solver_phase_changes_the_weights(tiny_round, tiny_dir: Path) -> None:  # noqa: ANN001
