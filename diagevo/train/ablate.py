@@ -36,6 +36,18 @@ VARIANTS: dict[str, list[str]] = {
     # a label source that never reads the truth, screened on round 1: the check with more rewordings a candidate
     "check, 3 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=3"],
     "check, 5 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=5"],
+    # the one chosen (the least round-1 wrong+ of those keeping 600 questions), its votes from the run's first solver
+    "truth-free labels": [
+        'filter.shared_error_check="variants"',
+        "filter.check_variants=5",
+        'filter.labeler="initial"',
+    ],
+    "truth-free labels, no memory": [
+        'memory.generation="free"',
+        'filter.shared_error_check="variants"',
+        "filter.check_variants=5",
+        'filter.labeler="initial"',
+    ],
     # the oracle with a warm-up of the solver's rate from 0 over its first 30 steps (the round-1 dip's control)
     "oracle, warm-up": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.lr_warmup=30"],
     # the label-accuracy control (no memory): the true answer, but a chosen share of the questions paid a wrong one
