@@ -19,11 +19,12 @@ from diagevo.cli.fixes import detail, spell_fix
 from diagevo.cli.safe import text
 from diagevo.config.sections import DiagnosisConfig
 from diagevo.diagnosis.probe import DiagnosticianProbe, StageProbe, probe_diagnostician
-from diagevo.doctor import preflight, run_checks
+from diagevo.doctor import run_checks
 from diagevo.errors import Check
 from diagevo.text.urls import resolve_db_url
 from diagevo.train.config import Config, load_config
 from diagevo.train.folders import checkpoint_root
+from diagevo.train.preflight import preflight
 
 STYLE = {"ok": "green", "warning": "yellow", "missing": "red"}
 

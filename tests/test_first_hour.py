@@ -245,7 +245,7 @@ def test_a_model_the_server_does_not_list_is_refused_before_the_first_diagnosis(
         from diagevo.doctor import check_diagnostician
         from diagevo.train.config import load_config
 
-        [check] = check_diagnostician(load_config(None, [f'diagnosis.llm_url="{srv.url}"']))
+        [check] = check_diagnostician(load_config(None, [f'diagnosis.llm_url="{srv.url}"']).diagnosis)
         assert check.status == "warning" and "lists no models" in check.detail
 
 

@@ -8,7 +8,9 @@ certain here (a developer's .venv may hold its CPU build) the way Python itself 
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import socket
 import sys
 from pathlib import Path
@@ -16,21 +18,23 @@ from typing import Any
 
 import pytest
 
+from diagevo import doctor
 from diagevo.doctor import (
     NotReady,
+    check_checkpoint_disk,
     check_diagnostician,
     check_disk,
     check_embedder,
-    check_gpus,
     check_hf,
     check_vllm,
-    preflight,
     require,
 )
 from diagevo.errors import Fix, Override
 from diagevo.errors.installation import installation
 from diagevo.log import open_log
+from diagevo.train import preflight as train_preflight
 from diagevo.train.config import load_config
+from diagevo.train.preflight import check_gpus, check_vllm_needs, preflight
 from tests.llm_server import LLMServer
 from tests.test_cli_memory import run_cli
 
@@ -86,7 +90,7 @@ def test_with_vllm_present_the_check_passes(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_gpus_enough_for_the_layout() -> None:
-    cfg = load_config(SMOLLM2, ['hf.device="cuda"', "hf.num_processes=2", "hf.use_vllm=false"])
+    cfg = load_config(SMOLLM2, ['hf.device="cuda"', "hf.num_processes=2", "hf.use_vllm=false"]).hf
     (few,) = check_gpus(cfg, lambda: 1)
     assert few.status == "missing" and "1 GPU(s) visible, the layout needs 2" in few.detail
     assert few.fix == Fix.of(Override("hf.num_processes", 1))
@@ -94,15 +98,15 @@ def test_gpus_enough_for_the_layout() -> None:
     assert none.status == "missing" and none.fix == Fix.of(Override("hf.device", "cpu"))
     (enough,) = check_gpus(cfg, lambda: 8)
     assert enough.status == "ok"
-    assert check_gpus(load_config(SMOLLM2), lambda: 0) == []  # a CPU run asks for none
+    assert check_gpus(load_config(SMOLLM2).hf, lambda: 0) == []  # a CPU run asks for none
 
 
 def test_the_diagnostician_must_answer_with_the_named_model() -> None:
     with LLMServer() as server:  # a real HTTP server on loopback, serving "test-model"
         ok = load_config(None, [f"diagnosis.llm_url={json.dumps(server.url)}", 'diagnosis.model="test-model"'])
-        assert [c.status for c in check_diagnostician(ok)] == ["ok"]
+        assert [c.status for c in check_diagnostician(ok.diagnosis)] == ["ok"]
         other = load_config(None, [f"diagnosis.llm_url={json.dumps(server.url)}", 'diagnosis.model="Qwen/Qwen3-4B"'])
-        (wrong,) = check_diagnostician(other)
+        (wrong,) = check_diagnostician(other.diagnosis)
         assert wrong.status == "missing" and "does not serve model 'Qwen/Qwen3-4B'" in wrong.detail
         assert "test-model" in wrong.detail
         with pytest.raises(Exception, match="exit|not ready") as refused:
@@ -112,42 +116,64 @@ def test_the_diagnostician_must_answer_with_the_named_model() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     gone = load_config(None, [f'diagnosis.llm_url="http://127.0.0.1:{port}/v1"'])
-    (down,) = check_diagnostician(gone, timeout_s=2)
+    (down,) = check_diagnostician(gone.diagnosis, timeout_s=2)
     assert down.status == "missing" and "cannot reach the diagnostician" in down.detail
 
 
 def test_free_disk_for_the_checkpoints(tmp_path: Path) -> None:
     models = tmp_path / "m"
     a_model(models)
-    cfg = load_config(
-        SMOLLM2, [f"challenger.model={json.dumps(str(models))}", f"solver.model={json.dumps(str(models))}"]
-    )
-    (low,) = check_disk(cfg, checkpoints=tmp_path / "x.runs", free=lambda p: 4096)
+    named = [f"challenger.model={json.dumps(str(models))}", f"solver.model={json.dumps(str(models))}"]
+    cfg = load_config(SMOLLM2, named)
+    roles = (cfg.train, cfg.challenger, cfg.solver)
+    (low,) = check_checkpoint_disk(tmp_path / "x.runs", *roles, free=lambda p: 4096)
     assert (
         low.status == "missing" and low.fix is not None and Override("train.out_dir", "/OTHER/DIR") in low.fix.otherwise
     )
     assert low.facts["checkpoints"] == 4 and low.facts["need_bytes"] > 4 * 2 * 4096
-    (fine,) = check_disk(cfg, checkpoints=tmp_path / "x.runs", free=lambda p: 2**40)
+    (fine,) = check_checkpoint_disk(tmp_path / "x.runs", *roles, free=lambda p: 2**40)
     assert fine.status == "ok"
-    assert check_disk(load_config(None), checkpoints=tmp_path) == []  # the simulator's checkpoints are a few kB
+    assert "checkpoint disk" in [c.name for c in preflight(cfg, tmp_path)]
+    # the simulator's checkpoints are a few kB: not checked, whatever models its sections name
+    assert "checkpoint disk" not in [c.name for c in preflight(load_config(None, named), tmp_path)]
 
 
 def test_one_check_without_a_config_and_with_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each environment check is one function: without a config it says what this machine has
-    (doctor's line, never asked), with one what that config needs (asked; nothing for a need the
-    config does not have: the simulator samples without vLLM, embeds statically, saves kB)."""
+    """Each environment check is one function: without a section it says what this machine has
+    (doctor's line, never asked), with the section it reads what that section needs (asked;
+    nothing for a need the config does not have: the simulator samples without vLLM, embeds
+    statically, saves kB)."""
     monkeypatch.setitem(sys.modules, "vllm", None)  # not installed, whatever this .venv holds
     shown = [c for check in (check_embedder, check_hf, check_vllm) for c in check()]
     assert [c.name for c in shown] == ["embedding model", "hf backend", "vllm"]
     assert not any(c.asked for c in shown) and shown[2].status == "warning"
     sim = load_config(None)
-    assert check_embedder(sim) == check_hf(sim) == check_vllm(sim) == check_disk(sim, checkpoints=tmp_path) == []
-    (vllm,) = check_vllm(load_config(SMOLLM2))
+    assert check_embedder(sim.diagnosis) == check_hf(sim.train) == check_vllm_needs(sim.hf) == []
+    assert preflight(sim, checkpoints=tmp_path) == []
+    (vllm,) = check_vllm_needs(load_config(SMOLLM2).hf)
     assert vllm.name == "vllm" and vllm.status == "missing" and vllm.asked
-    (disk,) = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**40)
+    disk = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**40)
     assert disk.name == "disk" and disk.status == "ok" and disk.facts["path"] == str(tmp_path)
-    (low,) = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**20)
+    low = check_disk(db=f"sqlite:///{tmp_path}/x.db", free=lambda p: 2**20)
     assert low.status == "missing"
+
+
+def test_each_check_takes_the_sections_it_reads() -> None:
+    """No check is handed the composed config (the whole TOML, :class:`~diagevo.train.config.Config`,
+    or its log-checked part, ``MethodConfig``): each takes the sections it reads, so its signature
+    says what it reads, and the doctor needs nothing of train, the layer above it."""
+    modules = (doctor, train_preflight)
+    checks = {
+        n: f for m in modules for n, f in vars(m).items() if n.startswith("check_") and f.__module__ == m.__name__
+    }
+    assert len(checks) >= 17, sorted(checks)  # every one of them, not none
+    whole = {
+        f"{name}({p.name})": p.annotation
+        for name, f in checks.items()
+        for p in inspect.signature(f).parameters.values()
+        if re.search(r"\b(Method)?Config\b", str(p.annotation))
+    }
+    assert whole == {}
 
 
 def test_doctor_runs_the_same_checks_for_a_config(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from diagevo.catalog import CauseCreated, CausePromoted, CauseReactivated
-from diagevo.doctor import check_hf, preflight, require
+from diagevo.doctor import check_hf, require
 from diagevo.errors import BadInput, NotFound, open_call, resume_call
 from diagevo.log import EventReader, Recorder
 from diagevo.memory.state import Refusal
@@ -31,6 +31,7 @@ from diagevo.train.folders import RunFolders
 from diagevo.train.hf import distributed
 from diagevo.train.hf.backend import HFBackend
 from diagevo.train.mini.world import MiniErrors, truth, variants
+from diagevo.train.preflight import preflight
 from diagevo.train.sim.backend import SimBackend
 from diagevo.views.checkpoints import stored_out_dir_note
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
@@ -47,7 +48,7 @@ def make_backend(config: Config) -> Backend:
     check, where its packages are missing)."""
     if config.train.backend == "sim":
         return SimBackend(config)
-    require(check_hf(config))  # "hf", the other the config allows
+    require(check_hf(config.train))  # "hf", the other the config allows
     if config.hf.named_errors == "mini":  # the mini world: its named errors, and its questions' answers
         return HFBackend(config, named_errors=MiniErrors(), truth=truth, rewrite=variants)
     return HFBackend(config)
@@ -133,7 +134,7 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
 
 
 def ready(config: Config, folders: RunFolders) -> None:
-    """The preflight of :mod:`diagevo.doctor`: a missing need is refused (exit code 2)."""
+    """The preflight (:mod:`diagevo.train.preflight`): a missing need is refused (exit code 2)."""
     require(preflight(config, folders.checkpoints))
 
 
