@@ -10,6 +10,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from diagevo.cli.common import (
     EXIT_ERROR,
@@ -35,6 +36,7 @@ from diagevo.cli.safe import error_line, text
 from diagevo.errors import DiagevoError
 from diagevo.text.redaction import redact_text
 from diagevo.text.untrusted import shorten
+from diagevo.text.words import close_to, you_mean
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -192,6 +194,19 @@ RUNS_COMMANDS: dict[str, Lazy] = {
 
 class _Root(LazyGroup):
     lazy = COMMANDS
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A command of a group typed at the top (``diagevo events``) is refused naming the group's
+        command it most likely means (``memory events``): typer suggests only the top's own commands."""
+        name = args[0] if args else ""
+        if name and name not in self.lazy and not name.startswith("-"):  # typer's suggestion loads them all too
+            subs = [(g, s) for g, c in self.commands.items() if isinstance(c, TyperGroup) for s in c.list_commands(ctx)]
+            near = close_to(name, [*self.lazy, *(s for _, s in subs)])
+            inner = [f"{g} {s}" for g, s in subs if s in near]
+            if inner:
+                top = [c for c in near if c in self.lazy]
+                ctx.fail(f"No such command {name!r}{you_mean([repr(c) for c in [*top, *inner]])}")
+        return super().resolve_command(ctx, args)
 
 
 class _Memory(LazyGroup):

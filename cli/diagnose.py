@@ -136,6 +136,14 @@ def diagnose(
             "retained questions are the failures (diagevo docs how-to/verl).",
         ),
     ] = None,
+    allow_repeats: Annotated[
+        bool,
+        typer.Option(
+            "--allow-repeats",
+            help="With --from-verl: read a dump whose failures repeat an earlier round's (the same question, place "
+            "and response), refused as a copy otherwise: a genuine dump whose short answers repeat it.",
+        ),
+    ] = False,
     llm_url: Annotated[
         str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL of the diagnostician.")
     ] = None,
@@ -157,7 +165,7 @@ def diagnose(
     emb = embedder_for(cfg)  # the objects diagevo.diagnose builds from the same names; a missing extra refused here
     with open_store(db) as store:
         rnd = _open_round(store, run, open_round)
-        failures = _failures(store, rnd, failures_file, from_verl)
+        failures = _failures(store, rnd, failures_file, from_verl, allow_repeats)
         dx = diagnostician_for(diagnostician, cfg, emb)
         # once, before anything is appended: an endpoint that is down fails the command, not
         # every failure of the round one by one
@@ -182,10 +190,12 @@ def diagnose(
     console.print(_summary_table(summary, heuristic))
 
 
-def _failures(store: EventReader, rnd: Any, failures_file: Path | None, from_verl: Path | None) -> list[Failure]:
+def _failures(
+    store: EventReader, rnd: Any, failures_file: Path | None, from_verl: Path | None, allow_repeats: bool
+) -> list[Failure]:
     """The failures to diagnose: the FAILURES.jsonl file's, or those of verl's dump."""
     if from_verl is not None:
-        return rollout_failures(store, rnd.run, from_verl, t=rnd.t)
+        return rollout_failures(store, rnd.run, from_verl, t=rnd.t, allow_repeats=allow_repeats)
 
     assert failures_file is not None  # _check_arguments: one of the two
     return read_failures(failures_file, set(rnd.memory().causes))

@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -25,6 +25,7 @@ from diagevo.errors import BadInput, DiagevoError, NotReady
 from diagevo.text.parsing import one_line, utf8_problem
 from diagevo.text.redaction import redact_argv, redact_text
 from diagevo.text.untrusted import shell_join
+from diagevo.text.words import close_to, you_mean
 
 # OSErrors that say something about the machine, not about diagevo: one line, like a DiagevoError
 _ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EROFS, errno.EDQUOT, errno.EMFILE})
@@ -87,8 +88,12 @@ def usage_error(exc: BaseException) -> str | None:
         return moved
     message = redact_text(" ".join(str(exc.format_message()).split()))
     ctx = getattr(exc, "ctx", None)
-    # a value refused is answered by its rule; a missing or unknown option by what the command needs
-    needs = _needs(ctx) if ctx is not None and not _bad_value(exc) else ""
+    unknown = type(exc).__name__ == "NoSuchOption"
+    if unknown:  # the option alone and the nearest real one (click lists every near one)
+        near = close_to(str(getattr(exc, "option_name", "")), getattr(exc, "possibilities", None) or (), n=1)
+        message = redact_text(f"{getattr(exc, 'message', message)}{you_mean(near)}")
+    # a value refused is answered by its rule; a missing or unknown option by what the command needs (not given)
+    needs = _needs(ctx, sys.argv[1:] if unknown else ()) if ctx is not None and not _bad_value(exc) else ""
     if needs:
         message = message.rstrip(".")
     hint = f"{needs} (see '{ctx.command_path} --help')" if ctx is not None else ""
@@ -101,14 +106,16 @@ def _bad_value(exc: BaseException) -> bool:
     return isinstance(exc, typer.BadParameter) and type(exc).__name__ != "MissingParameter"
 
 
-def _needs(ctx: Any) -> str:
+def _needs(ctx: Any, given: Sequence[str] = ()) -> str:
     """``; it needs --run A --run B``: the command's required options as its help shows them
     (their metavar), so that an unknown or missing option is answered with the form that works,
-    not only the options that are spelled alike (click's guess for ``memory diff --to`` is ``--json``)."""
+    not only the options that are spelled alike (click's guess for ``memory diff --to`` is ``--json``);
+    those ``given`` on the command line left out (an unknown option is not answered with them)."""
     needed = [
         f"{p.opts[0]} {p.metavar or p.name.upper()}"
         for p in getattr(ctx.command, "params", ())
         if getattr(p, "required", False) and getattr(p, "opts", None) and p.opts[0].startswith("--")
+        if not any(a == p.opts[0] or a.startswith(p.opts[0] + "=") for a in given)
     ]
     return f"; {ctx.command_path} needs {' '.join(needed)}" if needed else ""
 

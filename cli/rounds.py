@@ -31,13 +31,17 @@ RoundOpt = Annotated[int | None, typer.Option("--round", min=1, help="Round (def
 
 
 @contextmanager
-def picked(db: str | None, run: str | None, t: int | None) -> Iterator[rounds.Round]:
-    """Round ``t`` (default: the open one) of the run to work on, in the database ``db`` (open
+def picked(db: str | None, run: str | None, t: int | None, *, or_last: bool = False) -> Iterator[rounds.Round]:
+    """Round ``t`` (default: the open one; with ``or_last``, else the last committed, which the
+    library refuses with what can still be done) of the run to work on, in the database ``db`` (open
     while the command works on it); when ``--run`` was not given, an error says which run was picked."""
     with open_store(db) as store:
         if run is not None and not store.has_run(run):
             raise unknown_run(store, run)
         r = resolve_run(store, run)
+        if t is None and or_last:
+            st = rounds.round_state(store, r)
+            t = st.open_round or st.last_committed or None
         try:
             yield rounds.Round(store, r, t if t is not None else rounds.current_round(store, r))
         except DiagevoError as exc:
@@ -161,7 +165,7 @@ def withdraw(
     reason: Annotated[str, typer.Option("--reason", help="Why, kept with the withdrawal.")] = "",
     json: JsonOpt = False,
 ) -> None:
-    with picked(db, run, open_round) as rnd:
+    with picked(db, run, open_round, or_last=True) as rnd:
         ev = rnd.withdraw(batch, reason=reason)
     r, t = rnd.run, rnd.t
     if json:

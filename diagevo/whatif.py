@@ -49,7 +49,7 @@ from diagevo.results.runs import LeftBehind
 from diagevo.schemas import EventIn, new_event
 from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
-from diagevo.text.words import did_you_mean
+from diagevo.text.words import close_to, did_you_mean, you_mean
 from diagevo.views.admission import admission
 from diagevo.views.caches import refresh as refresh_snapshots
 from diagevo.views.memory import commit_memories, committed_rounds
@@ -129,8 +129,12 @@ class Sweep:
 
 
 def _why_not(key: str) -> str:
-    section = key.partition(".")[0]
-    return _WHY_NOT.get(key) or _WHY_NOT.get(section) or "its effect needs new model calls"
+    """Why a what-if cannot change ``key``: what its effect needs, else (a typo) the setting it most likely means."""
+    why = _WHY_NOT.get(key) or _WHY_NOT.get(key.partition(".")[0])
+    if why:
+        return f"{why}, which needs new model calls"
+    near = close_to(key, SETTINGS, n=1)
+    return f"no such setting{you_mean([repr(s) for s in near])}" if near else "its effect needs new model calls"
 
 
 def parse_settings(sets: Sequence[str]) -> list[dict[str, str]]:
@@ -146,7 +150,7 @@ def parse_settings(sets: Sequence[str]) -> list[dict[str, str]]:
             raise WhatIfError(f"setting {item[:80]!r} is not of the form section.field=value")
         if key not in SETTINGS:
             raise WhatIfError(
-                f"a what-if cannot change {key[:80]}: {_why_not(key)}, which needs new model calls; it changes "
+                f"a what-if cannot change {key[:80]}: {_why_not(key)}; it changes "
                 f"{', '.join(SETTINGS)} only (fork the run and train on for the rest)"
             )
         if key in axes:

@@ -11,16 +11,27 @@
 # $ROUND/solver and $ROUND/challenger). DB (default sqlite:///diagevo.db) holds the memory; LLM_URL and
 # LLM_MODEL name the diagnostician (unset: the offline heuristic, not the paper's). VERL_ARGS adds verl
 # overrides to every verl command, after the batch sizes the export's verl.json gives for the round's
-# size: on one GPU, for a check, VERL_ARGS="trainer.n_gpus_per_node=1"
+# size: on one GPU, for a check, VERL_ARGS="trainer.n_gpus_per_node=1". Every wait is bounded and says
+# what it waits for: PORT_CHECK_S (default 10) for an answer on PORT before the round, SERVE_WAIT_S
+# (default 1800) for vllm serve to serve the solver.
 set -euo pipefail
 : "${RUN:?name the run}" "${SOLVER:?name the solver model}" "${CHALLENGER:?name the challenger model}"
 : "${ROUND:?name the round directory}"
 DB=${DB:-sqlite:///diagevo.db}
 PORT=${PORT:-8001}
+PORT_CHECK_S=${PORT_CHECK_S:-10}
+SERVE_WAIT_S=${SERVE_WAIT_S:-1800}
 # the frozen solver is served on $PORT under a name of this round alone: a server already answering
-# there (another round's, another user's) would be taken for it, and reward the challenger with it
-if curl -s -o /dev/null "http://127.0.0.1:$PORT/v1/models"; then
+# there (another round's, another user's) would be taken for it, and reward the challenger with it; a
+# process that takes the connection and never answers holds the port as well
+CHECK=0
+curl -s -o /dev/null --max-time "$PORT_CHECK_S" "http://127.0.0.1:$PORT/v1/models" || CHECK=$?
+if [[ $CHECK == 0 ]]; then
   echo "port $PORT answers already: stop what serves it, or give the round another PORT" >&2
+  exit 1
+elif [[ $CHECK != 7 ]]; then  # 7: nothing listens there, the port is free
+  echo "port $PORT is taken: a process there took the connection and did not answer within $PORT_CHECK_S s" \
+    "(PORT_CHECK_S; curl exit $CHECK): stop it, or give the round another PORT" >&2
   exit 1
 fi
 SERVED="solver-$RUN-$$"
@@ -49,8 +60,17 @@ read -r -a CURRICULUM_SIZE <<< "$(manifest curriculum.parquet)"
 vllm serve "$SOLVER" --served-model-name "$SERVED" --port "$PORT" --gpu-memory-utilization 0.2 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
-until curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q "\"$SERVED\""; do  # this round's server, no other
+STARTED=$SECONDS
+until curl -sf --max-time 10 "http://127.0.0.1:$PORT/v1/models" | grep -q "\"$SERVED\""; do  # this round's, no other
   kill -0 "$SERVER" 2>/dev/null || { echo "vllm serve exited before serving $SOLVER" >&2; exit 1; }
+  WAITED=$((SECONDS - STARTED))
+  if ((WAITED >= SERVE_WAIT_S)); then
+    echo "vllm serve did not serve $SOLVER on port $PORT within $SERVE_WAIT_S s (SERVE_WAIT_S): stopped" >&2
+    exit 1
+  fi
+  if ((WAITED % 60 < 5)); then  # about once a minute
+    echo "waiting for vllm serve to serve $SOLVER on port $PORT: $WAITED s of at most $SERVE_WAIT_S" >&2
+  fi
   sleep 5
 done
 python -m verl.trainer.main_ppo --config-path "$CONFIGS" --config-name challenger \

@@ -208,7 +208,7 @@ def test_ingest_of_an_empty_file_or_a_directory_says_so(tmp_path: Path, capsys: 
         # the form that works, not only the options spelled alike (click's guess for --to is --json)
         (
             ["memory", "diff", "--to", "b"],
-            "No such option: --to (Possible options: --json); diagevo memory diff needs ",
+            "No such option: --to (did you mean --json?); diagevo memory diff needs ",
         ),
         (["memory", "diff", "--to", "b"], "needs --run A --run B"),
         (["memory", "diff"], "Missing option '--run'; diagevo memory diff needs --run A --run B"),

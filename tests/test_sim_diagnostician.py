@@ -12,6 +12,7 @@ import pytest
 from diagevo.diagnosis.interface import ExtractionInput, KnownCause, NodeView
 from diagevo.train.sim.diagnostician import SimDiagnostician, first_divergence
 from diagevo.train.sim.families import catalogue
+from diagevo.train.sim.solver import sigmoid
 from diagevo.train.sim.world import SimQuestion, Spec, build, render_response
 
 FAMILIES = catalogue().families
@@ -123,18 +124,24 @@ def test_deduplicate_by_mechanism_not_wording() -> None:
     assert reply.value.duplicate and reply.value.matched_cause_id == "c2"
     reply = _run(d.deduplicate(up.causes[0], cands[:2]))
     assert not reply.value.duplicate and reply.value.matched_cause_id is None
-    # other wordings of the same mechanism: confirmed more often the closer they read, never a sibling
-    confirmed = 0
+    # other wordings of the same mechanism: confirmed more often the closer they read (over 60
+    # draws, the stored cause's id changed), as often as sigmoid((cos - dedup_mid) / dedup_width)
+    # says; never a sibling
+    rates: dict[float, float] = {}
     for i, new in enumerate(up.causes[1:]):
         for j, c in enumerate(V["successive_percentages.compound_years"].causes):
             assert not _run(d.deduplicate(new, (KnownCause(f"s{j}", "active", c),))).value.duplicate
-        confirmed += _run(d.deduplicate(new, cands)).value.duplicate
         assert _run(d.deduplicate(new, cands)).value.matched_cause_id in (None, "c2"), i
+        draws = [_run(d.deduplicate(new, (KnownCause(f"m{k}", "mastered", up.causes[0]),))) for k in range(60)]
+        cos = float(_Embedder()().embed([new])[0] @ _Embedder()().embed([up.causes[0]])[0])
+        rates[cos] = sum(r.value.duplicate for r in draws) / len(draws)
+        assert abs(rates[cos] - sigmoid((cos - d.dedup_mid) / d.dedup_width)) < 0.2, (new, cos, rates[cos])
+    by_closeness = [rates[cos] for cos in sorted(rates)]
+    assert by_closeness == sorted(by_closeness) and by_closeness[0] < by_closeness[-1], rates
     always = SimDiagnostician(FAMILIES, 0.0, _Embedder(), dedup_mid=-1.0)
     assert all(_run(always.deduplicate(new, cands)).value.matched_cause_id == "c2" for new in up.causes[1:])
     never = SimDiagnostician(FAMILIES, 0.0, _Embedder(), dedup_mid=2.0)
     assert not any(_run(never.deduplicate(new, cands)).value.duplicate for new in up.causes[1:])
-    assert 0 <= confirmed <= 3
 
 
 def test_node_assignment_and_consolidation_follow_skills() -> None:

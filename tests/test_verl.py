@@ -234,11 +234,12 @@ def test_the_challenger_reward_of_a_batch_by_hand() -> None:
 
 
 def test_the_challenger_reward_refuses_what_it_cannot_score() -> None:
+    own = "diagevo/challenger"
     with pytest.raises(BadInput, match="extra_info has no votes, temperature"):
-        challenger_score(["s"], ["x"], [""], [{}], solver_url="http://127.0.0.1:9/v1", solver_model="m")
+        challenger_score([own], ["x"], [""], [{}], solver_url="http://127.0.0.1:9/v1", solver_model="m")
     with pytest.raises(BadInput, match="2 different reward settings"):
         challenger_score(
-            ["s"] * 2, ["x", "y"], [""] * 2, [settings(), settings(votes=8)], solver_url="u", solver_model="m"
+            [own] * 2, ["x", "y"], [""] * 2, [settings(), settings(votes=8)], solver_url="u", solver_model="m"
         )
     with LLMServer() as server:  # taken down: the batch fails with the one-line error
         url = server.url
@@ -292,7 +293,9 @@ def test_the_challenger_reward_names_a_stale_batch_size() -> None:
             "retries",
         ),
         (
-            lambda: challenger_score(["s"], ["x"], [""], [settings(votes="four")], solver_url="u", solver_model="m"),
+            lambda: challenger_score(
+                ["diagevo/challenger"], ["x"], [""], [settings(votes="four")], solver_url="u", solver_model="m"
+            ),
             "not numbers",
         ),
     ],
@@ -694,12 +697,14 @@ def test_export_verl_writes_the_batch_settings_of_the_rounds_size(store: diagevo
     recorded_round(store)
     done = export_round(store, RUN, tmp_path)
     sizes = {f.name: f.overrides for f in done.files}
+    tag = json.loads((tmp_path / "verl.json").read_text())["exports"]["solver.parquet"]
     assert sizes["solver.parquet"] == [
         "data.train_batch_size=3",
         "actor_rollout_ref.actor.ppo_mini_batch_size=3",
         "actor_rollout_ref.rollout.n=8",
         "trainer.total_training_steps=12",
         "trainer.save_freq=12",
+        f"++reward.custom_reward_function.reward_kwargs.export={tag}",  # the solver's reward checks each row's
     ]
     assert sizes["challenger.parquet"][0] == "data.train_batch_size=6" and sizes["curriculum.parquet"] == [
         "actor_rollout_ref.rollout.n=1"
@@ -933,3 +938,105 @@ def test_the_solvers_reward_refuses_a_row_of_another_file(source: str) -> None:
     with pytest.raises(BadInput, match=r"compute_score is the solver's reward.*solver\.parquet") as refused:
         compute_score(source, "\\boxed{1}", None, {"question_id": "q1"})
     assert ("with challenger_score" in str(refused.value)) == ("challenger" in source)
+
+
+# --- issue 93: no silent wrong file ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["diagevo/curriculum", "diagevo/solver", "openai/gsm8k"])
+def test_the_challengers_reward_refuses_a_row_of_another_file(source: str) -> None:
+    """Issue 93: the challenger's config given curriculum.parquet (whose rows carry the reward's
+    settings too) trained on it without a word; a row of a ``data_source`` challenger_score does not
+    own is refused at the first call, before the solver server is asked, naming the file to train on."""
+    with pytest.raises(BadInput, match=r"challenger_score is the challenger's reward.*challenger\.parquet") as refused:
+        challenger_score([source], ["<question>1?</question>"], [""], [settings()], solver_url="u", solver_model="m")
+    assert ("with compute_score" in str(refused.value)) == ("solver" in source)
+
+
+def test_the_solvers_reward_refuses_a_solver_file_of_another_round(store: diagevo.Recorder, tmp_path: Path) -> None:
+    """Issue 93: a solver trained on round 1's solver.parquet in round 2 was caught only at
+    ``diagnose``, after the GPU run. verl.json's overrides of solver.parquet give the solver's reward
+    the export's tag, and a row of another export is refused at the first call, naming its round."""
+    first = recorded_round(store)
+    export_round(store, RUN, tmp_path / "r1")
+    first.commit({}, allow_undiagnosed=True)
+    same_questions_in_round_2(store).promote()
+    export_round(store, RUN, tmp_path / "r2")
+    manifest = json.loads((tmp_path / "r2" / "verl.json").read_text())
+    kwarg = "++reward.custom_reward_function.reward_kwargs.export="
+    [given] = [o.removeprefix(kwarg) for o in manifest["overrides"]["solver.parquet"] if o.startswith(kwarg)]
+    assert given == manifest["exports"]["solver.parquet"]
+    for r, tag in ((2, given), (1, None)):  # the round's own row is scored; round 1's refused
+        row = pq.read_table(tmp_path / f"r{r}" / "solver.parquet").to_pylist()[0]
+        args = (row["data_source"], "\\boxed{1}", row["reward_model"]["ground_truth"], row["extra_info"])
+        if tag is not None:
+            assert compute_score(*args, export=given)["export"] == given
+            continue
+        with pytest.raises(BadInput, match=r"compute_score was given a row of round 1's export \(tag 'r1-"):
+            compute_score(*args, export=given)
+
+
+def test_a_manifest_whose_n_differs_from_the_runs_config_is_refused(
+    store: diagevo.Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 93: verl.json's construct n edited by hand (4 -> 3, as 12 -> 8) recorded a round of
+    N = 3 in a run of N = 4: the manifest was trusted over the run's config. Where the run's N is
+    known (round record --from-verl), it decides, and the manifest is refused naming both, even
+    for a generation that matches the manifest; nothing is recorded."""
+    out, _ = _constructed(store, tmp_path)
+    three = generated(out / "construct.parquet", out / "three.parquet", lambda row: ["\\boxed{1}"] * 3)
+    manifest = json.loads((out / "verl.json").read_text())
+    manifest["overrides"]["construct.parquet"] = ["actor_rollout_ref.rollout.n=3"]
+    (out / "verl.json").write_text(json.dumps(manifest))
+    with pytest.raises(BadInput, match=r"verl.json's actor_rollout_ref.rollout.n is 3, and the run's grpo.constr"):
+        generated_candidates(three, RUN, 1, responses=4)
+    code, _, err = run_cli(capsys, "round", "record", "--from-verl", str(three), "--run", RUN, "--db", store.url)
+    assert_one_line_error(code, err, "rollout.n is 3, and the run's grpo.construction_responses is 4")
+    assert len(diagevo.Round(store, RUN, 1).questions()) == 0
+
+
+def test_a_generation_of_an_earlier_chunk_is_told_to_export_that_chunk_again(
+    store: diagevo.Recorder, tmp_path: Path
+) -> None:
+    """Issue 93: Q^cur generated in two chunks, construct.parquet exported for the second before
+    the first chunk's construction was recorded: the refusal said to generate again (a GPU run);
+    exporting that chunk again is enough (the same questions give the same tag), and then it records."""
+    import pandas as pd
+
+    out, asked = _constructed(store, tmp_path)
+    frame = pd.read_parquet(asked)
+    frame.iloc[:2].to_parquet(out / "chunk1.parquet")
+    frame.iloc[2:].to_parquet(out / "chunk2.parquet")
+    export_round(store, RUN, out, questions=out / "chunk1.parquet")
+    first = generated(out / "construct.parquet", out / "constructed1.parquet", lambda row: ["\\boxed{1}"] * 4)
+    export_round(store, RUN, out, questions=out / "chunk2.parquet")
+    with pytest.raises(BadInput, match=r"export the round again with the questions it was generated from") as refused:
+        generated_candidates(first, RUN, 1)
+    assert "generate from" not in str(refused.value)
+    export_round(store, RUN, out, questions=out / "chunk1.parquet")
+    assert diagevo.Round(store, RUN, 1).record(generated_candidates(first, RUN, 1)).new == 2
+
+
+def test_a_genuine_dump_that_repeats_round_1s_answers_has_a_way_past(
+    store: diagevo.Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 93: round 2's own dump whose short answers repeat round 1's failures at the same place
+    (same question text, step and response) was refused as a copy with no way past: the refusal
+    names ``allow_repeats`` (``--allow-repeats``), which reads it."""
+    first = recorded_round(store)
+    export_round(store, RUN, tmp_path / "r1")
+    write_dump(tmp_path / "r1" / "rollouts", 1, dump_lines(store))
+    assert first.record_failures(rollout_failures(store, RUN, tmp_path / "r1" / "rollouts")) == 3
+    first.commit({}, allow_undiagnosed=True)
+    same_questions_in_round_2(store).promote()
+    export_round(store, RUN, tmp_path / "r2")
+    dump = tmp_path / "r2" / "rollouts"
+    write_dump(dump, 1, dump_lines(store, t=2))  # the same short wrong answers, at the same place
+    with pytest.raises(BadInput, match=r"belongs to round 1: .* read with allow_repeats=True"):
+        rollout_failures(store, RUN, dump)
+    assert len(rollout_failures(store, RUN, dump, allow_repeats=True)) == 3
+    args = ("diagnose", "--from-verl", str(dump), "--run", RUN, "--db", store.url, "--diagnostician", "heuristic")
+    code, _, err = run_cli(capsys, *args)
+    assert_one_line_error(code, err, "--allow-repeats")
+    code, out, err = run_cli(capsys, *args, "--allow-repeats", "--json")
+    assert code == 0 and json.loads(out)["recorded"] == 3, err

@@ -358,7 +358,7 @@ class Round:
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))
-            require_open(st, t, f"withdraw batch {chosen}")
+            require_open(st, t, f"withdraw batch {chosen}", redo=True)
             made[:] = [withdrawal(self.store, run, t, st, chosen, reason)]
             return [self.event(f"withdraw/{chosen}", made[0])]
 

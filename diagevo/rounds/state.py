@@ -116,9 +116,18 @@ def round_state(store: EventReader, run: str) -> RunState:
         raise unknown_run(store, run) from None
 
 
-def require_open(st: RunState, t: int, doing: str) -> None:
+def require_open(st: RunState, t: int, doing: str, *, redo: bool = False) -> None:
+    """Refuse ``doing`` in round ``t`` unless it is the run's open round; with ``redo``, a committed
+    round is refused with what can still be done (``doing`` changes what the round was): the round
+    again, in a fork of the run before it."""
     if t <= st.last_committed:
-        raise OutOfOrder(f"cannot {doing}: round {t} of run {st.run!r} is committed")
+        said = f"cannot {doing}: round {t} of run {st.run!r} is committed"
+        if redo and t > 1:
+            raise OutOfOrder(
+                f"{said}, and stays so; to do round {t} again without it, fork the run from round {t - 1} with",
+                fork_call(st.run, t - 1, f"{st.run}-r{t - 1}"),
+            )
+        raise OutOfOrder(said + (", and stays so; to do it again without it, start a new run" if redo else ""))
     if t != st.last_committed + 1:
         raise OutOfOrder(
             f"cannot {doing}: round {t} is not next in run {st.run!r} (last committed: {st.last_committed})"

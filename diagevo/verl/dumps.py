@@ -39,7 +39,7 @@ from diagevo.catalog import FailureRecorded, QuestionGenerated, failure_id
 from diagevo.catalog.failure import Failure
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_scores
-from diagevo.errors import BadInput, NotFound
+from diagevo.errors import Argument, BadInput, NotFound
 from diagevo.log import EventReader
 from diagevo.rounds import LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
@@ -190,13 +190,17 @@ def step_files(folder: Path) -> list[tuple[int, Path]]:
     return steps
 
 
-def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None = None) -> list[Failure]:
+def rollout_failures(
+    store: EventReader, run: str, dump: Path, *, t: int | None = None, allow_repeats: bool = False
+) -> list[Failure]:
     """The failures in verl's rollout dump ``dump`` (its ``trainer.rollout_data_dir``) of the
     retained questions of round ``t`` of ``run`` (default: its open round), each as
     :meth:`~diagevo.rounds.Round.record_failures` takes it and as a line of ``diagevo diagnose``'s
     FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A dump beside the
     manifest of another export (``check_manifest``) is refused; so is a line of another round's
-    questions, or one scored by another reward function, naming its file and line."""
+    questions, or one scored by another reward function, naming its file and line; and an untagged
+    line that repeats an earlier round's failure at the same place (:meth:`DumpTie.check_copy`),
+    unless ``allow_repeats``: a genuine dump whose short answers repeat the earlier round's."""
     st = round_state(store, run)
     if t is None:
         if st.open_round is None:
@@ -227,7 +231,8 @@ def rollout_failures(store: EventReader, run: str, dump: Path, *, t: int | None 
                 continue
             k = seen[q.question_id]
             seen[q.question_id] += 1
-            tie.check_copy(line, q, f"s{step}-{k}", where)
+            if not allow_repeats:
+                tie.check_copy(line, q, f"s{step}-{k}", where)
             if cap is not None and kept[q.question_id] >= cap:
                 continue
             kept[q.question_id] += 1
@@ -292,7 +297,9 @@ class DumpTie:
         if other is not None:
             raise BadInput(
                 f"{where} belongs to round {other}: its question and response are a failure round {other} "
-                f"recorded, not a response of round {self.round}'s training (a dump copied from round {other}?)"
+                f"recorded, not a response of round {self.round}'s training (a dump copied from round {other}?); "
+                f"round {self.round}'s own dump whose short answers repeat round {other}'s is read with",
+                Argument("allow_repeats", True),
             )
 
 

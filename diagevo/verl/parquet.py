@@ -206,7 +206,7 @@ def export_round(
         with replaced(path, binary=True) as fh:
             pa.parquet.write_table(table, fh)
         skipped = left_out if name == "construct" else 0
-        files.append(VerlFile(path.name, table.num_rows, path.stat().st_size, overrides(rnd, name, len(rows)), skipped))
+        files.append(VerlFile(path.name, table.num_rows, path.stat().st_size, overrides(rnd, name, rows), skipped))
     kept = _kept_from(folder, run, t, written)
     manifest = {
         "run": run,
@@ -254,12 +254,14 @@ def tagged(run: str, t: int, name: str, rows: list[dict[str, Any]]) -> list[dict
     return [{**row, "extra_info": {**row["extra_info"], "export": tag}} for row in rows]
 
 
-def overrides(rnd: Round, name: str, rows: int) -> list[str]:
+def overrides(rnd: Round, name: str, rows: list[dict[str, Any]]) -> list[str]:
     """The verl overrides that train on a file's ``rows`` (or generate from them) with the run's
     config: a step is ``data.train_batch_size`` prompts of the file, and verl takes no step from
     fewer rows than that, so the batch is the role's ``batch_size`` or the rows, whichever is
     fewer (for the challenger also no more than verl's reward worker can gather at once,
-    :func:`~diagevo.verl.rewards.step_size`, in more steps); G rollouts each; saved at the last step."""
+    :func:`~diagevo.verl.rewards.step_size`, in more steps); G rollouts each; saved at the last step.
+    The solver's reward is given the file's export tag, so a solver.parquet of another round is
+    refused at its first call (:func:`~diagevo.verl.compute_score`), not at ``diagnose``."""
 
     cfg = rnd.config
     if name == "curriculum":
@@ -267,15 +269,17 @@ def overrides(rnd: Round, name: str, rows: int) -> list[str]:
     if name == "construct":
         return [f"actor_rollout_ref.rollout.n={cfg.grpo.construction_responses}"]
     role = cfg.solver if name == "solver" else cfg.challenger
-    wanted = min(role.batch_size, rows)
+    wanted = min(role.batch_size, len(rows))
     batch = min(wanted, ACTOR_CALLS // role.group_size) if name == "challenger" else wanted
     steps = role.max_steps * wanted // batch  # the role's prompts, in steps of the batch
+    tag = [f"++reward.custom_reward_function.reward_kwargs.export={rows[0]['extra_info']['export']}"]
     return [
         f"data.train_batch_size={batch}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={batch}",
         f"actor_rollout_ref.rollout.n={role.group_size}",
         f"trainer.total_training_steps={steps}",
         f"trainer.save_freq={steps}",
+        *(tag if name == "solver" else []),
     ]
 
 
@@ -309,9 +313,18 @@ def generated_candidates(path: Path, run: str, t: int, *, responses: int | None 
     row must hold N responses: the ``actor_rollout_ref.rollout.n`` the export's manifest set for
     ``construct.parquet`` (``verl.json`` beside the file or the folder above it, of this round),
     else ``responses`` (the run's ``grpo.construction_responses``): a generation made with
-    another n would be voted on and filtered with the wrong N, and is refused naming both."""
+    another n would be voted on and filtered with the wrong N, and is refused naming both. Where
+    both are known, the run's config decides: a manifest that sets another n (edited by hand) is
+    refused, naming both, before any row is read."""
     found = round_manifest(path, run, t)
     n, said = (found and _construct_n(*found)) or (responses, "the run's grpo.construction_responses")
+    if responses is not None and n != responses:
+        raise BadInput(
+            f"{said} is {n}, and the run's grpo.construction_responses is {responses}: the run's config decides; "
+            "export the round again with its questions (verl.json is the export's, not to be edited)",
+            about="actor_rollout_ref.rollout.n",
+            value=n,
+        )
     out = []
     for where, info, texts in generated_rows(path, run, t, "construct.parquet"):
         if not isinstance(info.get("question"), str):
@@ -417,10 +430,16 @@ def _check_tag(tag: object, found: tuple[Path, Mapping[str, Any]] | None, where:
     if other is not None and other != source:
         raise BadInput(f"{where} is a generation of {other}, not of {source}: name verl's generation of {source}")
     want = manifest_tag(found[1], found[0], source)
-    if tag != want:
+    if tag != want:  # construct.parquet exported since with another chunk of questions: that chunk's export again
+        fix = (
+            "export the round again with the questions it was generated from (the same questions give the same tag), "
+            "then record it"
+            if source == "construct.parquet"
+            else "generate from the file the manifest names, or export the round into its own folder"
+        )
         raise BadInput(
             f"{where} belongs to round {tag_round(tag)}'s export of {source} (tag {quoted(tag, 40)}), not the one "
-            f"beside it ({want}): generate from the file the manifest names, or export the round into its own folder"
+            f"beside it ({want}): {fix}"
         )
 
 

@@ -27,6 +27,7 @@ from diagevo.errors import BadInput
 from diagevo.generation import Sampling
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.text.parsing import quoted
+from diagevo.verl.dumps import tag_round
 
 if TYPE_CHECKING:
     from diagevo.config.sections import MethodConfig
@@ -42,13 +43,33 @@ ACTOR_CALLS = 1000
 ``max_concurrency`` of such an actor: a step's rollouts all wait in it until the last one is in."""
 
 
-SOLVER_SOURCE = "diagevo/solver"
-"""The ``data_source`` of solver.parquet's rows (:func:`~diagevo.verl.parquet.export_round`): the
-rows :func:`compute_score` scores."""
+REWARDS = {"solver": "compute_score", "challenger": "challenger_score"}
+"""Each role's reward; it scores the rows of the role's file alone (``data_source`` ``diagevo/ROLE``,
+:func:`~diagevo.verl.parquet.export_round`)."""
+
+
+def own_rows(role: str, source: object) -> None:
+    """Refuse, at the first call, a row of another file than ``role``'s: the reward would score its
+    rollouts without a word (-1 each for the solver's; the challenger's reads its settings from a
+    curriculum row as well), and the wrong role be trained a whole run."""
+    if source == f"diagevo/{role}":
+        return
+    other = next(r for r in REWARDS if r != role)
+    raise BadInput(
+        f"{REWARDS[role]} is the {role}'s reward, and it was given a row of data_source {quoted(source, 40)}: train "
+        f"the {role} on the round's {role}.parquet (data.train_files), whose rows are 'diagevo/{role}'"
+        + (f" ({other}.parquet trains the {other}, with {REWARDS[other]})" if other in str(source) else ""),
+        about="data_source",
+        value=source,
+    )
 
 
 def compute_score(
-    data_source: str, solution_str: str, ground_truth: str | None, extra_info: Mapping[str, Any] | None = None, **_: Any
+    data_source: str,
+    solution_str: str,
+    ground_truth: str | None,
+    extra_info: Mapping[str, Any] | None = None,
+    **kw: Any,
 ) -> dict[str, float | str]:
     """The solver's reward on a retained question (Sec. 2.2): ``+1`` when the response's final
     answer agrees with the round's pseudo-label (``ground_truth``: diagevo's answer check, the one
@@ -58,24 +79,26 @@ def compute_score(
     response's own limits: scored -1 and no failure for diagnosis, whatever the batch's other
     responses cost), the ``question_id`` of ``extra_info`` and its ``export``
     tag (empty where it has none): verl's legacy trainer dumps these keys with each rollout, which
-    ties the dump's lines to the export they were trained on (``diagevo diagnose --from-verl``)."""
-    if data_source != SOLVER_SOURCE:  # a row of another file: every rollout would score -1, silently
-        raise BadInput(
-            f"compute_score is the solver's reward, and it was given a row of data_source {quoted(data_source, 40)}: "
-            f"train the solver on the round's solver.parquet (data.train_files), whose rows are {SOLVER_SOURCE!r}"
-            + (
-                " (challenger.parquet trains the challenger, with challenger_score)"
-                if "challenger" in str(data_source)
-                else ""
-            ),
-            about="data_source",
-            value=data_source,
-        )
+    ties the dump's lines to the export they were trained on (``diagevo diagnose --from-verl``).
+    ``export`` (of ``reward_kwargs``, the tag verl.json's overrides of solver.parquet pass) refuses, at the
+    first call, a row of another export: a solver.parquet of another round would otherwise train a
+    whole GPU run that ``diagnose`` refuses only afterwards."""
+    own_rows("solver", data_source)
     _text("solution_str", solution_str)
     _text("ground_truth", ground_truth, optional=True)
-    [scored] = solver_scores([solution_str], ground_truth)
     info = _info("extra_info", extra_info)
-    tag = info.get("export")
+    tag, export = info.get("export"), kw.get("export")
+    if export is not None and tag != export:
+        theirs = (
+            f"of round {tag_round(tag)}'s export (tag {quoted(tag, 40)})" if isinstance(tag, str) else "with no tag"
+        )
+        raise BadInput(
+            f"compute_score was given a row {theirs}, not of the export reward_kwargs.export names "
+            f"({quoted(export, 40)}, verl.json's): train on the solver.parquet beside that verl.json",
+            about="export",
+            value=tag,
+        )
+    [scored] = solver_scores([solution_str], ground_truth)
     return {
         "score": scored.score,
         "acc": float(scored.score > 0),
@@ -121,7 +144,7 @@ def challenger_score(
     call for one rollout (``solution_str``: verl's default reward manager, the yaml's
     ``reward_manager`` block left out), naming the settings that select the step's manager (the
     four batch arguments default to None for that reason only: Python's own ``TypeError`` would
-    name none of it)."""
+    name none of it), and so is a row of another file than challenger.parquet (:func:`own_rows`)."""
     if "solution_str" in unknown or "data_source" in unknown:
         raise BadInput(
             "challenger_score was called for one rollout (solution_str), as verl's default reward manager calls a "
@@ -129,8 +152,8 @@ def challenger_score(
         )
     check_reward_kwargs(unknown)
     texts = _sequence("solution_strs", solution_strs, None)
-    for name, value in (("data_sources", data_sources), ("ground_truths", ground_truths)):
-        _sequence(name, value, len(texts))
+    sources = _sequence("data_sources", data_sources, len(texts))
+    _sequence("ground_truths", ground_truths, len(texts))
     for i, text in enumerate(texts):
         _text(f"solution_strs[{i}]", text)
     infos = [_info(f"extra_infos[{i}]", x) for i, x in enumerate(_sequence("extra_infos", extra_infos, len(texts)))]
@@ -142,6 +165,8 @@ def challenger_score(
         raise BadInput(f"timeout_s must be a number of seconds above 0, not {timeout_s!r}")
     if not texts:
         return []
+    for source in sources:
+        own_rows("challenger", source)
     s = ChallengerSettings.of(infos)
     engine = EndpointEngine(solver_model, url=solver_url, timeout_s=float(timeout_s), max_retries=retries)
     sampling = Sampling(n=s.votes, temperature=s.temperature, top_p=s.top_p, max_new_tokens=max_tokens)
