@@ -149,6 +149,7 @@ def shared_label_accuracy(
     }
 
 
+@validated
 def probe_label_accuracy(answers: Mapping[str, str], responses: Mapping[str, Sequence[str]]) -> dict[str, float]:
     """Figure 3(c) for a trainer of its own, on a labelled probe (question -> answer): the share of
     the probe's questions whose majority of ``responses`` (question -> the solver's responses, 12
