@@ -251,15 +251,14 @@ def copied_or_left(e: StoredEvent, source: str, new: str, **changed: Any) -> Eve
 def ingest_events(store: Recorder, events: list[tuple[int, EventIn]]) -> IngestResult:
     """Store what :func:`parse_lines` read (so that a bad file is refused before a store opens).
     Event ids are unique per run: a file whose run was renamed is stored as that run."""
-    fresh: list[EventIn] = []
 
     def decide() -> list[EventIn]:  # under the append lock: one decision against the head
-        fresh[:] = check_invariants(store, events)
-        return fresh
+        return check_invariants(store, events)
 
-    appended = store.append_decided(decide).appended
+    done = store.append_decided(decide)
+    appended = done.appended
     runs = tuple(dict.fromkeys(ev.run for _, ev in events))
-    for run in dict.fromkeys(ev.run for ev in fresh if ev.type == RoundCommitted.name):
+    for run in dict.fromkeys(ev.run for ev in done.events if ev.type == RoundCommitted.name):
         refresh(store, run)  # the views' caches of the runs whose rounds were committed
     return IngestResult(lines=len(events), appended=appended, skipped=len(events) - appended, runs=runs)
 

@@ -409,22 +409,23 @@ def _write(store: Recorder, source: str, plan: _Plan) -> WhatIf:
     state.out.append(
         new_event(forked, run=new, at_round=commit.round, event_id=event_id(new, commit.round, RunForked.name))
     )
-    found: list[WhatIf] = []
+
+    def existing() -> WhatIf:
+        there = _existing(store, new, source, checked_settings, commit.hash)
+        if there is None:
+            raise WhatIfError(f"run {new!r} exists already: pick a new name")
+        return there
 
     # the events are a function of the source's log through one commit, which no later append
     # changes; under the append lock only the new run's absence is left to decide
     def decide() -> list[EventIn]:  # the derived run is created once, under the append lock
         if store.has_run(new):  # written meanwhile: the same what-if (another process's), or a run in the way
-            there = _existing(store, new, source, checked_settings, commit.hash)
-            if there is None:
-                raise WhatIfError(f"run {new!r} exists already: pick a new name")
-            found.append(there)
+            existing()
             return []
         return state.out
 
-    store.append_decided(decide)
-    if found:
-        return _with_rounds(store, found[0])
+    if not store.append_decided(decide).events:  # the same what-if stood there already: it is the answer
+        return _with_rounds(store, existing())
     refresh_snapshots(store, new)
     events, left = len(state.out), tuple(state.left)
     made = WhatIf(new, source, dict(checked_settings), commit.round, commit.hash, events, True, left_behind=left)

@@ -84,9 +84,14 @@ class ViewState:
 
 @dataclass(frozen=True)
 class AppendResult:
+    """What an append did: how many events it stored and skipped (ids the run held), the seq of
+    the batch's run after it, and the events decided (``events``: what a decision returned, so
+    its caller reads what was decided from the result, not from a list the decision filled)."""
+
     appended: int
     skipped: int
     last_seq: int  # last seq of the batch's run after the append (0 for an empty batch)
+    events: tuple[EventIn, ...] = ()
 
 
 def _round(round_: Any, version: Any) -> int:
@@ -319,7 +324,7 @@ class EventWriter(Stored):
                 return AppendResult(0, 0, 0)
             pending = Pending(events)
             fresh, heads = store(pending)
-        return AppendResult(len(fresh), len(events) - len(fresh), heads[events[-1].run][0])
+        return AppendResult(len(fresh), len(events) - len(fresh), heads[events[-1].run][0], tuple(events))
 
     def append(self, events: Sequence[EventIn], *, expected_last_seq: int | None = None) -> AppendResult:
         """Append a batch in one transaction (ids a run holds already are skipped silently);

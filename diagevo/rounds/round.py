@@ -272,7 +272,6 @@ class Round:
         the round holds no question, unless ``allow_empty`` (a generation none of whose outputs
         parsed): deciding closes the round's evidence, and a question recorded later is refused."""
         run, t, cfg, memory = self.run, self.t, self.config.memory, self.base
-        decided: list[CausePromoted] = []
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))
@@ -286,14 +285,12 @@ class Round:
                     self._call("promote", allow_empty=True),
                 )
             promotions = decide_promotions(memory, evidence, cfg.theta_up, enabled=cfg.state_updates)
-            decided[:] = promotions
             events = [self.event(f"promote/{p.cause_id}", p) for p in promotions]
             closed = PromotionsDecided(promoted=[p.cause_id for p in promotions], candidates=len(evidence))
             events.append(self.event("promotions", closed))
             return events
 
-        append_decision(self.store, run, decide)
-        return decided
+        return list(of_type(CausePromoted, append_decision(self.store, run, decide).events))
 
     def record_failures(self, failures: Sequence[Failure | Mapping[str, object]]) -> int:
         """Append ``failure.recorded`` for failed optimization responses of retained questions
@@ -354,16 +351,14 @@ class Round:
         chosen = batch if isinstance(batch, Batch) else Batch.parse(batch)
         if not isinstance(reason, str):
             raise ProtocolError(f"reason must be a string, not {type(reason).__name__}")
-        made: list[BatchWithdrawn] = []
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, f"withdraw batch {chosen}", redo=True)
-            made[:] = [withdrawal(self.store, run, t, st, chosen, reason)]
-            return [self.event(f"withdraw/{chosen}", made[0])]
+            return [self.event(f"withdraw/{chosen}", withdrawal(self.store, run, t, st, chosen, reason))]
 
-        append_decision(self.store, run, decide)
-        return made[0]
+        (made,) = of_type(BatchWithdrawn, append_decision(self.store, run, decide).events)
+        return made
 
     def memory(self) -> Memory:
         """The memory now: M_{t-1} and what the round has appended so far. The memory this call
@@ -502,7 +497,6 @@ class Round:
         run, t, base = self.run, self.t, self.base
         metrics = check_metrics(metrics or {})
         extra = check_summary(summary)  # the summary as the event's fields
-        committed: list[RoundCommitted] = []
 
         def decide(read: Reader) -> list[EventIn]:
             st = state_from_rows(run, read(MILESTONES))
@@ -521,15 +515,15 @@ class Round:
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []
             fields: dict[str, Any] = {**counts, **({"ranks": len(ranks)} if ranks else {})}
-            committed[:] = [RoundCommitted(**fields, F=sched.F, epsilon_next=sched.epsilon, **extra)]
-            return [*events, self.event(RoundCommitted.name, committed[0])]
+            committed = RoundCommitted(**fields, F=sched.F, epsilon_next=sched.epsilon, **extra)
+            return [*events, self.event(RoundCommitted.name, committed)]
 
         try:
-            append_decision(self.store, run, decide)
+            (done,) = of_type(RoundCommitted, append_decision(self.store, run, decide).events)
         except InvariantError as exc:
             raise ProtocolError(f"cannot commit round {t}: {exc}") from None
         refresh(self.store, run)
-        return committed[0]
+        return done
 
     def _refuse_undecided(self, read: Reader) -> None:
         """A commit before the round's promotions are decided: the step it names must go through
