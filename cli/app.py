@@ -183,6 +183,9 @@ ROUND_COMMANDS: dict[str, Lazy] = {
         "Take back a batch of recorded questions or failures before the commit, as if never recorded.",
     ),
     "commit": Lazy("diagevo.cli.rounds:commit", "Commit the round: M_t is the memory here."),
+    "status": Lazy(
+        "diagevo.cli.rounds:status", "Where the run's open round stands (or its next one) and the step it takes next."
+    ),
 }
 
 

@@ -59,6 +59,7 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     "round promote": ("diagevo round promote --run mine", "how-to/own-trainer"),
     "round withdraw": ("diagevo round withdraw --run mine --batch 212-267", "how-to/own-trainer"),
     "round commit": ("diagevo round commit --run mine --metric acc=0.71", "how-to/own-trainer"),
+    "round status": ("diagevo round status --run mine --json", "how-to/own-trainer"),
     "runs": ("diagevo runs", "how-to/replay-and-compare"),
     "runs tag": ("diagevo runs tag demo baseline", "how-to/replay-and-compare"),
     "runs note": ("diagevo runs note demo 'k = 0.5, the paper default'", "how-to/replay-and-compare"),

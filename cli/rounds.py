@@ -1,4 +1,4 @@
-"""``diagevo round {start,requests,promote,withdraw,commit}``: the round protocol for any trainer.
+"""``diagevo round {start,requests,promote,withdraw,commit,status}``: the round protocol for any trainer.
 
 Thin: each command parses, calls :mod:`diagevo.rounds` and renders. Failures go through
 ``diagevo diagnose``. Every command takes ``--run``, ``--db`` and ``--json``. ``record``, which
@@ -215,3 +215,26 @@ def commit(
             + (f"  failed diagnoses allowed {allowed}" if allowed is not None else "")
         )
     )
+
+
+STEPS = {
+    "open": "open the round: diagevo round start",
+    "record": "record the round's questions with their construction responses: diagevo round record",
+    "promote": "decide the promotions: diagevo round promote",
+    "record_failures": "train the solver on the retained questions, then record its failures: diagevo diagnose",
+    "diagnose": "diagnose the recorded failures: diagevo diagnose",
+    "commit": "commit the round: diagevo round commit",
+}
+"""What each step :meth:`~diagevo.rounds.Round.next_step` names asks of the trainer, in words."""
+
+
+def status(run: RunOpt = None, db: DbOpt = None, json: JsonOpt = False) -> None:
+    with open_store(db) as store:
+        r = resolve_run(store, run) if run is None or store.has_run(run) else run
+        st = rounds.round_state(store, r) if store.has_run(r) else None
+        t = st.open_round or st.last_committed + 1 if st is not None else 1
+        step = rounds.Round(store, r, t).next_step if st is not None else "open"
+    if json:
+        emit_json({"run": r, "round": t, "next_step": step, "last_committed": st.last_committed if st else 0})
+        return
+    console.print(text(f"run {r}, round {t}: next, {STEPS[step]}"))

@@ -18,11 +18,11 @@ import pytest
 import diagevo
 import diagevo.catalog
 from diagevo.config.sections import DiagnosisConfig
-from diagevo.docs.generated import PACKAGE, _error_classes, error_classes
 from diagevo.errors import DiagnosticianBroken, DiagnosticianDown
 from diagevo.generation.openai_client import ModelNotServed, unanswered
 from diagevo.log import RunBusy
 from diagevo.rounds import ProtocolError
+from docs.render import PACKAGE, _error_classes, error_classes
 from tests.llm_server import Fail, LLMServer
 from tests.test_cli_memory import assert_one_line_error, run_cli
 from tests.test_public_api import LABELS, _round
@@ -50,11 +50,23 @@ def _committed_run(store: diagevo.Recorder, run: str, rounds: int = 1) -> None:
 # --- 1. next_step is true at every point a round can stop ----------------------------------------
 
 
+def status(capsys: pytest.CaptureFixture[str], db: str, run: str = "n") -> tuple[int, str]:
+    """``round status --json``: the round the run stands in and its next step."""
+    code, out, err = run_cli(capsys, "round", "status", "--run", run, "--db", db, "--json")
+    assert code == 0, err
+    said = json.loads(out)
+    return said["round"], said["next_step"]
+
+
 def test_next_step_at_every_point_a_round_can_stop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``Round.next_step`` at each point, and ``round status`` saying it for the open round (or the
+    next one: a run not started, a round committed)."""
     db = f"sqlite:///{tmp_path / 'n.db'}"
     with LLMServer() as srv, diagevo.open_store(db) as store:
+        assert status(capsys, db) == (1, "open")  # no run n yet: round start creates it
         diagevo.start_run(store, "n", {"k": 1.0})
         assert diagevo.Round(store, "n", 1).next_step == "open"
+        assert status(capsys, db) == (1, "open")
         rnd = diagevo.Round.open(store, "n")
         assert rnd.next_step == "record"
         reqs = rnd.requests(len(LABELS))
@@ -71,6 +83,7 @@ def test_next_step_at_every_point_a_round_can_stop(tmp_path: Path, capsys: pytes
         assert diagevo.Round.open(store, "n").next_step == "promote"  # a crash here: reopened, the same
         rnd.promote()
         assert rnd.next_step == "record_failures"
+        assert status(capsys, db) == (1, "record_failures")
         assert rnd.record(candidates).new == 0  # a resumed trainer's retry of its questions: a no-op
         with pytest.raises(diagevo.OutOfOrder, match="promotions are decided"):
             rnd.record([diagevo.Candidate("new", "free", "what is 2?", answers=("2",))])
@@ -102,6 +115,9 @@ def test_next_step_at_every_point_a_round_can_stop(tmp_path: Path, capsys: pytes
         assert rnd.next_step == "commit"
         assert rnd.commit().ranks == 1  # the metrics recorded before the outage
         assert diagevo.Round(store, "n", 1).next_step == "committed"
+    assert status(capsys, db) == (2, "open")
+    code, out, _ = run_cli(capsys, "round", "status", "--run", "n", "--db", db)
+    assert code == 0 and out.startswith("run n, round 2: next, open the round: diagevo round start")
 
 
 def test_a_diagnostician_answering_wrongly_is_a_bad_server(tmp_path: Path) -> None:
