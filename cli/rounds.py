@@ -165,8 +165,9 @@ def withdraw(
     reason: Annotated[str, typer.Option("--reason", help="Why, kept with the withdrawal.")] = "",
     json: JsonOpt = False,
 ) -> None:
+    chosen = rounds.Batch.parse(batch)  # a batch that names no seq: said before any database is read
     with picked(db, run, open_round, or_last=True) as rnd:
-        ev = rnd.withdraw(batch, reason=reason)
+        ev = rnd.withdraw(chosen, reason=reason)
     r, t = rnd.run, rnd.t
     if json:
         emit_json({"run": r, "round": t, **ev.stored_data()})

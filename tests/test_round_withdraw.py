@@ -12,7 +12,7 @@ import pytest
 import diagevo
 from diagevo.diagnosis.pipeline import failure_inputs
 from diagevo.report.data import load_run
-from diagevo.rounds import OutOfOrder, ProtocolError, commit_counts
+from diagevo.rounds import Batch, OutOfOrder, ProtocolError, commit_counts
 from diagevo.views.stats import count_rounds
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
@@ -192,3 +192,21 @@ def test_verify_names_a_half_withdrawn_batch(store: diagevo.Recorder) -> None:
         f"seq {seq}: batch.withdrawn takes back seqs {first}-{last - 1} of round 1, not one recorded batch whole "
         "(the round reads half of a batch)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("batch", "said"),
+    [
+        ("²", "is not FIRST-LAST"),  # a digit to str.isdigit, no number to int()
+        ("1-" + "9" * 5000, "is not FIRST-LAST"),  # past Python's digits for int() and any seq
+        ("٣-٤", "is not FIRST-LAST"),  # decimal digits of another script
+        ("1-9999999999999999999", "no seq is past 9,223,372,036,854,775,807"),  # past SQLite's integer
+    ],
+)
+def test_a_batch_that_names_no_seq_is_one_line(
+    store: diagevo.Recorder, batch: str, said: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with pytest.raises(diagevo.BadInput, match=said):
+        Batch.parse(batch)
+    code, _, err = run_cli(capsys, "round", "withdraw", "--batch", batch, "--db", f"sqlite:///{tmp_path / 'w.db'}")
+    assert code != 0 and said in err and len(err.strip().splitlines()) == 1 and "internal error" not in err

@@ -65,8 +65,10 @@ from diagevo.rounds.state import (
     round_state,
     seeded,
 )
+from diagevo.rounds.withdraw import Batch
 
 __all__ = [
+    "Batch",
     "Candidate",
     "Committed",
     "EXTERNAL_TRAINER",

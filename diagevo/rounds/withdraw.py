@@ -11,6 +11,7 @@ never after the commit, never twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -24,6 +25,10 @@ from diagevo.text.parsing import quoted
 from diagevo.views.stats import count_rounds
 from diagevo.views.withdrawn import WITHDRAWABLE, Withdrawn, recorded_batches
 
+MAX_SEQ = 2**63 - 1
+_BATCH = re.compile(r"([0-9]{1,19})(?:-([0-9]{1,19}))?")
+"""``FIRST-LAST`` or one seq: ASCII digits, at most a 64-bit seq's nineteen."""
+
 
 @dataclass(frozen=True, slots=True)
 class Batch:
@@ -35,12 +40,14 @@ class Batch:
     @classmethod
     def parse(cls, text: str) -> Batch:
         """``FIRST-LAST`` (or one seq), as ``round record`` and ``memory events`` show seqs."""
-        first, sep, last = str(text).strip().partition("-")
-        if not first.isdigit() or (sep and not last.isdigit()):
+        found = _BATCH.fullmatch(str(text).strip())
+        if found is None:  # ASCII digits, as many as a seq has: "²" and a 5,000-digit number are no seq
             raise ProtocolError(f"batch {quoted(text, 40)} is not FIRST-LAST, the seqs of its first and last event")
-        batch = cls(int(first), int(last) if sep else int(first))
+        batch = cls(int(found[1]), int(found[2] or found[1]))
         if batch.first < 1 or batch.last < batch.first:
             raise ProtocolError(f"batch {quoted(text, 40)}: its last seq must not be before its first, both from 1")
+        if batch.last > MAX_SEQ:
+            raise ProtocolError(f"batch {quoted(text, 40)}: no seq is past {MAX_SEQ:,} (a 64-bit integer)")
         return batch
 
     def __str__(self) -> str:
