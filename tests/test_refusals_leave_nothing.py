@@ -133,3 +133,20 @@ def test_an_ablation_refused_creates_no_runs_directory(
     code, _, err = run_cli(capsys, "ablate", "--set", "memory.k=-1")
     assert code == 1 and err.count("\n") == 1, err
     assert listing(tmp_path) == []
+
+
+def test_a_refused_resume_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A resume whose preflight refuses (a tracker that is not installed) records no
+    ``run.configured`` of the change it asked for: run again and again, the log stays as it was."""
+    pytest.importorskip("diagevo.train.sim.backend")
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    small = ["--set", "train.challenger_questions=8", "--set", "train.curriculum_questions=16"]
+    code, _, err = run_cli(capsys, "train", "--db", db, "--run", "r", "--rounds", "1", "--quiet", *small)
+    assert code == 0, err
+    code, before, _ = run_cli(capsys, "memory", "events", "--db", db, "--run", "r", "--json")
+    for _ in range(2):
+        code, _, err = run_cli(
+            capsys, "train", "--db", db, "--run", "r", "--resume", "--rounds", "2", "--quiet", "--report-to", "wandb"
+        )
+        assert code == 2 and "needs wandb" in err, err
+    assert run_cli(capsys, "memory", "events", "--db", db, "--run", "r", "--json")[1] == before

@@ -136,10 +136,10 @@ def test_a_resumed_run_takes_its_credentials_from_the_command(tmp_path: Path) ->
         stored = next(iter(store.read("r"))).event.config
         assert stored["diagnosis"]["llm_url"] == f"http://llm.example/v1?key={REDACTED}"
         before = store.last_seq("r")
-        again = resumed_config(store, "r", cfg)
+        again = resumed_config(store, "r", cfg).config
         assert again.diagnosis.llm_url == url and store.last_seq("r") == before  # nothing recorded: same config
         other = load_config(None, ['diagnosis.llm_url="http://elsewhere.example/v1?key=x"'])
-        assert resumed_config(store, "r", other).diagnosis.llm_url == f"http://llm.example/v1?key={REDACTED}"
+        assert resumed_config(store, "r", other).config.diagnosis.llm_url == f"http://llm.example/v1?key={REDACTED}"
 
 
 @pytest.mark.parametrize(

@@ -107,18 +107,26 @@ def refuse_foreign_resume(store: EventReader, run: str) -> None:
         )
 
 
-def resumed_config(store: Recorder, run: str, config: Config, overrides: list[str] | None = None) -> Config:
+class Resumed(NamedTuple):
+    """The config a resumed run trains with, and the change to record as ``run.configured``
+    (None: the log's config stands): recorded only once the run is known to start."""
+
+    config: Config
+    change: Config | None
+
+
+def resumed_config(store: Recorder, run: str, config: Config, overrides: list[str] | None = None) -> Resumed:
     """The config a resumed run trains with: the one its log records (each component's part
-    validated by its owner, :meth:`Config.of`), ``overrides`` applied (a change is recorded), and
+    validated by its owner, :meth:`Config.of`), ``overrides`` applied (the change to record), and
     the credentials the log does not keep (a URL's password is stored as ``***``) taken from
-    ``config``, the command's, where it names the same URL. A change is recorded as
-    ``run.configured`` before the next round (refused while a round is under way). Where the
-    checkpoints lie is the machine's, not the log's: the command's ``train.out_dir`` (unset: the
-    database's folder), whatever the stored config says (:func:`train` names a stored one that
-    differs)."""
+    ``config``, the command's, where it names the same URL. Nothing is written here: the change is
+    recorded as ``run.configured`` by :func:`train` once the preflight passed (refused while a round
+    is under way). Where the checkpoints lie is the machine's, not the log's: the command's
+    ``train.out_dir`` (unset: the database's folder), whatever the stored config says (:func:`train`
+    names a stored one that differs)."""
     stored = stored_config(store, run)
     if stored is None:
-        return config
+        return Resumed(config, None)
     try:
         saved = Config.of(stored)
     except BadInput as exc:  # a component's field that its owner no longer takes (or a null)
@@ -128,9 +136,8 @@ def resumed_config(store: Recorder, run: str, config: Config, overrides: list[st
     wanted = [*(f"{field}={json.dumps(value)}" for field, value in secrets), *(overrides or [])]
     if wanted:
         saved = saved.overridden(wanted)
-        configure_run(store, run, saved)
     here = saved.train.model_copy(update={"out_dir": config.train.out_dir})
-    return saved.model_copy(update={"db": config.db, "train": here})
+    return Resumed(saved.model_copy(update={"db": config.db, "train": here}), saved if wanted else None)
 
 
 def ready(config: Config, folders: RunFolders) -> None:
@@ -199,9 +206,11 @@ def train(config: Config, store: Recorder, options: TrainOptions | None = None) 
     holder = f"train (pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S')})"
     with store.lease(run, holder):
         if resume:
-            config = resumed_config(store, run, config, wanted)
+            config, change = resumed_config(store, run, config, wanted)
             if backend is None:
-                ready(config, folders)
+                ready(config, folders)  # a refused resume writes nothing
+            if change is not None:
+                configure_run(store, run, change)
         else:  # one decision under the append lock: of two processes creating this id, one is refused
             if rounds is not None:
                 config = config.model_copy(update={"train": config.train.model_copy(update={"rounds": rounds})})
