@@ -64,6 +64,8 @@ def upgrade_cmd(
             was += " of an earlier diagevo's migrations"
         said = text(f"{where}: upgraded from revision {was} to ", (str(after.current), "bold"), " (head)")
         console.print(said, soft_wrap=True)
+    for line in after.passed_over:
+        console.print(text(f"passed over: {line}"), soft_wrap=True)
 
 
 @db_app.command("current")

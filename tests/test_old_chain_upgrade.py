@@ -108,6 +108,30 @@ def test_db_upgrade_carries_an_old_chain_log_over_as_it_was(revision: str, tmp_p
 
 
 @pytest.mark.parametrize("revision", ["0001", "0012"])
+def test_an_old_row_no_reader_can_read_is_carried_passed_over_and_named(revision: str, tmp_path: Path) -> None:
+    """A row written raw into an old database (data a JSON list, text that is no JSON, bytes that
+    are no UTF-8): the upgrade carries it as it was and names it, every reader passes it over."""
+    url = _copy(revision, tmp_path)
+    path = make_url(url).database
+    with sqlite3.connect(path) as con:
+        last = con.execute("SELECT max(seq) FROM events").fetchone()[0]
+        for i, data in enumerate(["[1, 2]", "{not json", b"\xff\xfe"]):
+            con.execute(
+                "INSERT INTO events(event_id, run_id, round, type, schema_version, data, recorded_at, prev_hash, hash)"
+                " VALUES (?, 'fx', 2, 'question.generated', 1, ?, '2026-01-01T00:00:00', '0', '0')",
+                (f"raw-{i}", data),
+            )
+    code, out, err = cli("db", "upgrade", "--db", url)
+    assert code == 0, err
+    named = [line for line in out.splitlines() if line.startswith("passed over: run 'fx', seq ")]
+    assert [int(line.split("seq ")[1].split(":")[0]) for line in named] == [last + 1, last + 2, last + 3], out
+    code, out, err = cli("memory", "stats", "--run", "fx", "--db", url, "--json")
+    assert code == 0, err
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT count(*) FROM events WHERE event_id LIKE 'raw-%'").fetchone()[0] == 3
+
+
+@pytest.mark.parametrize("revision", ["0001", "0012"])
 def test_the_carried_over_schema_is_the_baselines_and_a_second_upgrade_does_nothing(
     revision: str, tmp_path: Path
 ) -> None:

@@ -107,17 +107,34 @@ def holds(conn: Connection, revision: str | None) -> bool:
     return columns.index("texts") > max(columns.index(f) for f in KEY_FIELDS)
 
 
-def hold_rows(conn: Connection) -> int:
-    """Copy the events, in the baseline's columns, into the temporary table; their count."""
+def hold_rows(conn: Connection) -> tuple[int, list[str]]:
+    """Copy the events, in the baseline's columns, into the temporary table: their count, and a
+    line naming each row whose data the carry-over could not read (carried as it is: every reader
+    passes it over)."""
     present = set(_event_columns(conn))
     missing = [c for c in ("texts", *KEY_FIELDS) if c not in present]
     picked = [*BASE_COLUMNS, *(f"CAST(NULL AS TEXT) AS {c}" if c in missing else c for c in ("texts", *KEY_FIELDS))]
     conn.exec_driver_sql(f"CREATE TEMPORARY TABLE {HOLD} AS SELECT {', '.join(picked)} FROM events")
+    unread = [
+        f"run {run!r}, seq {seq}: its data is no JSON object; carried as it is, every reader passes it over"
+        for seq, run, data in conn.exec_driver_sql(f"SELECT seq, run_id, data FROM {HOLD} ORDER BY seq")
+        if _named(data) is None
+    ]
     if set(KEY_FIELDS) & set(missing):
         _keys_from_data(conn)
     if _has_table(conn, "artifacts"):
         _texts_from_artifacts(conn)
-    return int(conn.exec_driver_sql(f"SELECT count(*) FROM {HOLD}").scalar_one())
+    return int(conn.exec_driver_sql(f"SELECT count(*) FROM {HOLD}").scalar_one()), unread
+
+
+def _named(data: object) -> dict[str, object] | None:
+    """A row's data as the JSON object it holds, None where it holds none (a raw write's list,
+    a text that is no JSON, bytes that are no UTF-8)."""
+    try:
+        named = json.loads(data)  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+    return named if isinstance(named, dict) else None
 
 
 def _keys_from_data(conn: Connection) -> None:
@@ -126,7 +143,7 @@ def _keys_from_data(conn: Connection) -> None:
     rows = conn.exec_driver_sql(f"SELECT seq, data FROM {HOLD}").fetchall()
     updates = []
     for seq, data in rows:
-        named = json.loads(data)
+        named = _named(data) or {}
         keys = {f: v if isinstance(v := named.get(f), str) else None for f in KEY_FIELDS}
         if any(v is not None for v in keys.values()):
             updates.append({"seq": int(seq), **keys})
@@ -146,7 +163,7 @@ def _texts_from_artifacts(conn: Connection) -> None:
     rows = conn.exec_driver_sql(f"SELECT seq, type, data FROM {HOLD} WHERE texts IS NULL AND type IN ({types})")
     refs: dict[int, dict[str, str]] = {}
     for seq, typ, data in rows.fetchall():
-        named = json.loads(data)
+        named = _named(data) or {}
         for field in TEXT_FIELDS[typ]:
             ref = named.get(field)
             if isinstance(ref, dict) and isinstance(ref.get("$artifact"), str):

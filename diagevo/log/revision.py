@@ -44,6 +44,7 @@ class RevisionStatus:
     head: str
     state: State
     objects: tuple[str, ...] = ()  # what a foreign database holds (tables, views, ...)
+    passed_over: tuple[str, ...] = ()  # an upgrade's: each old row whose data it could not read, in a line
 
     @property
     def up_to_date(self) -> bool:

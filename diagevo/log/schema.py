@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -167,13 +168,15 @@ def upgrade_in(conn: Connection, target: str = "head") -> None:
     command.upgrade(cfg, target)
 
 
-def carry_over(conn: Connection) -> None:
+def carry_over(conn: Connection) -> tuple[str, ...]:
     """An earlier diagevo's database (the migrations before the baseline) at the baseline, its log
-    appended as it was, in the caller's transaction (:mod:`diagevo.log.old_chain`)."""
-    count = old_chain.hold_rows(conn)
+    appended as it was, in the caller's transaction (:mod:`diagevo.log.old_chain`): a line for each
+    row whose data it could not read (carried as it is, passed over by every reader)."""
+    count, unread = old_chain.hold_rows(conn)
     old_chain.drop_old(conn)
     upgrade_in(conn, BASELINE)
     old_chain.append_held(conn, count)
+    return tuple(unread)
 
 
 def revision_status(url: str) -> RevisionStatus:
@@ -208,10 +211,9 @@ def migrate(url: str, target: str = "head", lock_wait_s: float = LOCK_WAIT_S) ->
             before = status_of(conn, url)
             if before.state in ("unknown", "foreign"):
                 raise refusal(before)
-            if before.state == "old_chain":
-                carry_over(conn)
+            unread = carry_over(conn) if before.state == "old_chain" else ()
             upgrade_in(conn, target)
-            after = status_of(conn, url)
+            after = replace(status_of(conn, url), passed_over=unread)
         return before, after
     except sqlalchemy_errors("DBAPIError") as exc:
         raise StoreError(f"upgrade of {redact_url(url)} failed: {error_line(exc)}") from None
