@@ -580,16 +580,20 @@ def break_even(points: list[DosePoint], draws: int = 2000) -> tuple[float, float
     return -a / b, found[int(0.025 * len(found))], found[int(0.975 * len(found)) - 1]
 
 
-def dose_table(rows: list[CellRound], dose: list[str], others: list[str], start: float) -> tuple[str, str]:
-    """The dose-response (markdown, SVG): the line through the ``dose`` cells, its break-even,
-    then each arm of ``others`` placed on it at its own measured wrong+ (mean over its seeds)
-    beside its measured change: what the line predicts for it, and by how much it misses."""
-    points = dose_points(rows, dose, start)
+def dose_table(
+    rows: list[CellRound], dose: list[str], others: list[str], start: float, fit_below: float = 1.0
+) -> tuple[str, str]:
+    """The dose-response (markdown, SVG): the line through the ``dose`` cells whose wrong+ is below
+    ``fit_below`` (the range a line is asked to hold over), its break-even, then each arm (the dose
+    arms too) placed at its own measured wrong+ (mean over its seeds) beside its measured change:
+    what the line predicts for it, and by how much it misses."""
+    every = dose_points(rows, dose, start)
+    points = [p for p in every if p.wrong < fit_below]
     a, b = line_fit(points)
     at, lo, hi = break_even(points)
     out = [
-        f"Line through the {len(points)} control cells: change ≈ {a:+.3f} {b:+.3f} × wrong+; "
-        f"break-even wrong+ {at:.3f} (95 % interval {lo:.3f} to {hi:.3f}, cells resampled)",
+        f"Line through the {len(points)} control cells with wrong+ below {fit_below:g}: change ≈ {a:+.3f} {b:+.3f} × "
+        f"wrong+; break-even wrong+ {at:.3f} (95 % interval {lo:.3f} to {hi:.3f}, cells resampled)",
         "",
         "| arm | cells | wrong+ (rounds 1-5) | change after round 5 | the line at its wrong+ | measured − line |",
         "|---|---|---|---|---|---|",
@@ -603,7 +607,7 @@ def dose_table(rows: list[CellRound], dose: list[str], others: list[str], start:
         c = sum(p.change for p in cells) / len(cells)
         placed.append((arm, w, c, arm in dose))
         out.append(f"| {arm} | {len(cells)} | {w:.3f} | {c:+.3f} | {a + b * w:+.3f} | {c - a - b * w:+.3f} |")
-    return "\n".join(out), _dose_svg(points, placed, (a, b), at)
+    return "\n".join(out), _dose_svg(every, placed, (a, b), at)
 
 
 def _dose_svg(
@@ -738,6 +742,9 @@ if __name__ == "__main__":
     ap.add_argument("--dose", action="append", metavar="ARM", help="with --cells/--log: an arm of the dose-response")
     ap.add_argument("--dose-svg", help="with --dose: write the dose-response plot here")
     ap.add_argument(
+        "--fit-below", type=float, default=1.0, help="with --dose: the line through cells below this wrong+"
+    )
+    ap.add_argument(
         "--practice",
         action="append",
         metavar="ARM",
@@ -763,7 +770,7 @@ if __name__ == "__main__":
             if not args.pair:
                 raise SystemExit("--dose needs --pair (the change is measured from the pair)")
             others = sorted({r.arm for r in rows} - set(args.dose))
-            text, svg = dose_table(rows, args.dose, others, pair_accuracy(args.pair)[0])
+            text, svg = dose_table(rows, args.dose, others, pair_accuracy(args.pair)[0], args.fit_below)
             print("\nThe label accuracy a learner needs\n\n" + text)
             if args.dose_svg:
                 with open(args.dose_svg, "w", encoding="utf-8") as f:

@@ -144,3 +144,68 @@ def test_a_contrast_pairs_two_arms_by_seed_at_their_last_common_round(table) -> 
         "shared labels right +0.000 ± 0.000"
     )
     assert "fewer than two seeds" in table.contrast(rows[:4] + rows[4:7], "check", "full")
+
+
+def test_the_dose_response_line_and_its_break_even_by_hand(table) -> None:  # noqa: ANN001
+    """Cells on one line (change = 0.05 - 0.5 x wrong+) cross zero at 0.1, every resample too; a
+    cell past ``fit_below`` is drawn but not fitted; an arm is placed at its mean wrong+."""
+    rows = []
+    for seed, (wrong, last) in enumerate([(0.0, 0.80), (0.1, 0.75), (0.2, 0.70), (0.9, 0.10)]):
+        for t in range(1, 6):
+            rows.append(table.CellRound("dose", seed, t, heldout_acc=last if t == 5 else 0.5, wrong_share=wrong))
+    rows += [table.CellRound("method", 0, t, heldout_acc=0.60 if t == 5 else 0.5, wrong_share=0.4) for t in range(1, 6)]
+    points = table.dose_points(rows, ["dose"], start=0.75)
+    assert [(p.wrong, round(p.change, 9)) for p in points] == [(0.0, 0.05), (0.1, 0.0), (0.2, -0.05), (0.9, -0.65)]
+    a, b = table.line_fit(points[:3])
+    assert (round(a, 9), round(b, 9)) == (0.05, -0.5)
+    assert [round(x, 9) for x in table.break_even(points[:3])] == [0.1, 0.1, 0.1]
+    text, svg = table.dose_table(rows, ["dose"], ["method"], start=0.75, fit_below=0.5)
+    assert "Line through the 3 control cells with wrong+ below 0.5: change ≈ +0.050 -0.500 × wrong+" in text
+    # the method's cell: wrong+ 0.4, measured 0.60 - 0.75 = -0.15, the line -0.15: on it
+    assert "| method | 1 | 0.400 | -0.150 | -0.150 | +0.000 |" in text
+    assert svg.startswith("<svg") and svg.count("<circle") == 4 + 1  # four cells and the break-even
+
+
+def test_where_practice_goes_by_hand(table) -> None:  # noqa: ANN001
+    """Each skill's share of a round's generated, retained, targeted questions and of the failures
+    counted into the memory, beside its error before the round (the pair's for round 1, then the
+    round before's held-out accuracy), in %."""
+    counts = {
+        "add_c": dict(generated=6, retained=3, targeted=0, failures=4, counted=3),
+        "mul": dict(generated=4, retained=1, targeted=0, failures=1, counted=1),
+    }
+    second = {
+        "add_c": dict(generated=2, retained=1, targeted=2, failures=0, counted=0),
+        "mul": dict(generated=8, retained=3, targeted=6, failures=2, counted=2),
+    }
+    rows = [
+        table.CellRound("a", 0, 1, heldout_acc=0.5, by_skill={"add_c": 0.9, "mul": 0.2}, practice=counts),
+        table.CellRound("a", 0, 2, heldout_acc=0.5, by_skill={"add_c": 0.9, "mul": 0.3}, practice=second),
+    ]
+    lines = table.practice_table(rows, "a", {"add_c": 0.8, "mul": 0.4}).splitlines()
+    assert lines[0] == "| skill | round 1: error · gen · ret · tgt · mem | round 2: error · gen · ret · tgt · mem |"
+    assert lines[2] == "| add_c | 20 · 60 · 75 · – · 75 | 10 · 20 · 25 · 25 · 0 |"
+    assert lines[3] == "| mul | 60 · 40 · 25 · – · 25 | 80 · 80 · 75 · 75 · 100 |"
+    assert table.practice_table(rows, "other") == "other: no round's practice counted (cells of an older log)"
+
+
+def test_practice_is_counted_from_the_log_by_each_questions_own_skill(table, tmp_path: Path) -> None:  # noqa: ANN001
+    import diagevo
+
+    with diagevo.open_store(f"sqlite:///{tmp_path / 'p.db'}") as store:
+        diagevo.start_run(store, "r", diagevo.Config(), seed=0)
+        rnd = diagevo.Round.open(store, "r")
+        reqs = rnd.requests(3)
+        texts = ["47+38=", "7*38=", "12+13="]  # add_c, mul, add_nc
+        votes = [("85",) * 5 + ("75",) * 3, ("266",) * 8, ("25",) * 5 + ("35",) * 3]
+        boxed = [tuple(f"\\boxed{{{a}}}" for a in v) for v in votes]
+        rnd.record([diagevo.Candidate(q.question_id, q.mode, x, responses=b) for q, x, b in zip(reqs, texts, boxed)])
+        rnd.promote()
+        kept = {s.text: s for s in rnd.questions() if s.retained}
+        added = kept["47+38="]
+        failure = {"failure_id": "f1", "question_id": added.question_id, "response": "\\boxed{75}"}
+        rnd.record_failures([{**failure, "reference": added.reference}])
+        counted = table.practice_counts(store, "r")
+    assert counted[1]["add_c"] == dict(generated=1, retained=1, targeted=0, failures=1, counted=0)
+    assert counted[1]["mul"] == dict(generated=1, retained=0, targeted=0, failures=0, counted=0)
+    assert counted[1]["add_nc"]["generated"] == 1 and set(counted[1]) == {"add_c", "mul", "add_nc"}
