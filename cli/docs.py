@@ -2,11 +2,11 @@
 
 With no page, the pages (name and title) and where they are on disk, the files shipped beside
 them (the examples and configs, each with its path), and the built site where a checkout has one;
-with a page (``diagevo docs how-to/audit``), the page with its generated sections filled from the
-code as the site's build fills them (:mod:`cli.reference`): rendered as Markdown on a terminal,
-the Markdown itself into a pipe or a file; with a shipped file (``diagevo docs
-examples/verl_round.sh``), its text. ``--path`` prints the file's path alone, for a pager, an
-editor or ``cp``.
+with a page (``diagevo docs how-to/audit``), the page as the site shows it, its references
+rendered from the code when the wheel was built (:mod:`diagevo.docs.pages` reads it): rendered
+as Markdown on a terminal, the Markdown itself into a pipe or a file; with a shipped file
+(``diagevo docs examples/verl_round.sh``), its text. ``--path`` prints the file's path alone,
+for a pager, an editor or ``cp``.
 
 A page is package data, yet shown as untrusted text: Rich renders its Markdown as text (no markup,
 no emoji codes, no link escapes), and the console escapes any control character left.
@@ -25,7 +25,6 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from diagevo.cli.common import JsonOpt, console, emit_json, spell
-from diagevo.cli.reference import generators
 from diagevo.cli.safe import plain, text
 from diagevo.docs.pages import File, Pages, find, pages, shipped_file
 from diagevo.docs.pages import text as page_text
@@ -34,7 +33,6 @@ LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 
 
 def docs_command(
-    ctx: typer.Context,
     page: Annotated[
         str | None,
         typer.Argument(
@@ -64,7 +62,7 @@ def docs_command(
         sys.stdout.write(plain(str(found.path), limit=None) + "\n")
         return
 
-    markdown = page_text(found, generators(ctx.find_root().command))
+    markdown = page_text(found)
     if json:
         emit_json({**found.to_dict(), "markdown": markdown})
     elif console.is_terminal:

@@ -5,7 +5,7 @@ no command function carries its own. Keys are command paths after ``diagevo`` (`
 ``diagevo --help`` itself); every command and group must have an entry
 (``tests/test_cli_examples.py``), and every page must be one ``diagevo docs`` lists. A help names its
 page as the command that shows it in any installation (``More: diagevo docs how-to/audit``); the CLI
-reference links the page (:mod:`cli.reference`).
+reference links the page (rendered by ``docs/render.py`` when the site or the wheel is built).
 """
 
 from __future__ import annotations

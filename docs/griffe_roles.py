@@ -2,7 +2,8 @@
 shows (of the public names, and of the public modules and their ``__all__``:
 ``:class:`~diagevo.errors.NotFound```, ``:meth:`Round.record```) become autorefs links to the
 objects it renders. A role whose target the reference does not render fails the build:
-every name the reference mentions is one it shows."""
+every name the reference mentions is one it shows. What the reference shows is
+``docs/render_api.py``'s lists (``docs.render_api``: ``docs/hooks.py`` puts the repository on the path)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class SphinxRoles(griffe.Extension):
         import importlib
 
         from diagevo import _EXPORTS
-        from diagevo.docs.api import DOCUMENTED_TYPES, PUBLIC_MEMBERS, PUBLIC_MODULES
+        from docs.render_api import DOCUMENTED_TYPES, PUBLIC_MEMBERS, PUBLIC_MODULES
 
         shown: dict[str, str] = {}  # a path (as written, or its alias target) -> the rendered identifier
         objects: list[tuple[str, griffe.Object | griffe.Alias]] = []

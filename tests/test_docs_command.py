@@ -1,9 +1,11 @@
-"""``diagevo docs``: the pages in any installation, each with its generated sections filled, and
-page names that never lead out of the pages (issue 51, item 5).
+"""``diagevo docs``: the pages in any installation, and page names that never lead out of the
+pages (issue 51, item 5); the pages as a build renders them, each generated section filled from
+the code (``docs/render.py``, issue 93, item 4).
 
-The checkout's own ``docs/`` is read here (an editable install); tests/test_wheel.py reads the copy
-a wheel carries. A hostile pages folder (a link out, a page that includes a file out, control
-characters and a markup link in a page) stands in for a tampered package: a real folder of files.
+The checkout's own ``docs/`` is read here (an editable install): its sources, each generated
+section pointing at the builds that render it; tests/test_wheel.py reads the rendered copy a wheel
+carries. A hostile pages folder (a link out, a page that includes a file out, control characters
+and a markup link in a page) stands in for a tampered package: a real folder of files.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 from diagevo.docs import pages as docs_pages
 from diagevo.errors import BadInput, NotFound
+from docs import render
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,15 +70,26 @@ def test_the_list_says_where_a_built_site_is(monkeypatch: pytest.MonkeyPatch, tm
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
-def test_every_page_prints_with_its_generated_sections_filled(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_page_renders_filled_and_a_checkout_prints_its_source(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a build renders it (the wheel's copy), each generated section is filled and each include
+    in place; a checkout prints the page as written, its includes in place and each generated
+    section a pointer to the builds that render it, the rest the same text as the rendered page."""
+    source = SOURCES[name].read_text(encoding="utf-8")
+    rendered = render.render(name)
+    assert not docs_pages.MARKER.search(rendered) and not re.search(r"^--8<--|^::: ", rendered, re.M), name
+    if "<!-- generated:" in source or "--8<--" in source:
+        assert len(rendered) > len(source) + 500, name  # filled, not emptied
+    else:
+        assert rendered == source, name  # a page as it is
     code, out, err = run_cli(capsys, "docs", name)
     assert code == 0, err
-    source = SOURCES[name].read_text(encoding="utf-8")
-    assert not docs_pages.MARKER.search(out) and not re.search(r"^--8<--|^::: ", out, re.M), name
-    if "<!-- generated:" in source or "--8<--" in source:
-        assert len(out) > len(source) + 500, name  # filled, not emptied
-    else:
-        assert out == source, name  # a page as it is: Markdown into a pipe
+    markers = len(docs_pages.MARKER.findall(source))
+    assert not docs_pages.MARKER.search(out) and not re.search(r"^--8<--", out, re.M), name
+    assert out.count(docs_pages.UNRENDERED) == markers, name
+    if not markers:
+        assert out == rendered, name  # Markdown into a pipe: the page as the wheel carries it
 
 
 @pytest.mark.parametrize(
@@ -95,19 +109,22 @@ def test_every_page_prints_with_its_generated_sections_filled(name: str, capsys:
         ("changelog", "## [Unreleased]"),
     ],
 )
-def test_a_generated_section_is_built_from_the_code(name: str, shown: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "docs", name)
-    assert code == 0, err
-    assert shown in out
+def test_a_generated_section_is_built_from_the_code(name: str, shown: str) -> None:
+    assert shown in render.render(name)
 
 
-def test_the_python_api_page_shows_each_export_from_its_signature_and_docstring(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_a_section_no_generator_builds_fails_the_build() -> None:
+    assert render.fill("a\n<!-- generated: x -->\nb", {"x": lambda: "X"}, "p") == "a\nX\nb"
+    with pytest.raises(render.Undocumented, match="p: unknown generated section 'y'"):
+        render.fill("<!-- generated: y -->", {}, "p")
+    assert set(render.GENERATORS) >= {m for p in SOURCES.values() for m in docs_pages.MARKER.findall(p.read_text())}
+
+
+def test_the_python_api_page_shows_each_export_from_its_signature_and_docstring() -> None:
     import diagevo
-    from diagevo.docs.api import docstring
+    from docs.render_api import docstring
 
-    out = run_cli(capsys, "docs", "reference/python-api")[1]
+    out = render.render("reference/python-api")
     for name in diagevo._EXPORTS:
         assert f"### diagevo.{name}\n" in out, name
     assert "#### Round.requests\n\n```python\nRound.requests(" in out  # a member a caller uses, without self
@@ -192,7 +209,7 @@ def test_a_link_out_of_the_pages_is_not_a_page_and_an_include_out_is_refused(hos
     with pytest.raises(NotFound, match="no page or file 'secret'"):
         docs_pages.find("secret", listing)
     with pytest.raises(LookupError, match="includes '../outside.md', which is no file beside the pages"):
-        docs_pages.text(docs_pages.find("include", listing), {})
+        docs_pages.text(docs_pages.find("include", listing))
 
 
 def test_a_refused_include_is_one_line_from_the_command(hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -233,7 +250,4 @@ def test_a_page_is_text_on_a_terminal_and_in_a_pipe(
 def test_the_library_pages_read_without_the_cli(hostile: Path) -> None:
     page = docs_pages.find("audit")
     assert page.path == hostile / "docs" / "how-to" / "audit.md"
-    assert docs_pages.fill("a\n<!-- generated: x -->\nb", {"x": lambda: "X"}, "p") == "a\nX\nb"
-    with pytest.raises(LookupError, match="p: unknown generated section 'y'"):
-        docs_pages.fill("<!-- generated: y -->", {}, "p")
     assert os.path.isabs(page.to_dict()["path"])

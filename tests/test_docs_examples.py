@@ -85,7 +85,7 @@ def test_the_readme_and_the_docs_have_runnable_examples() -> None:
 def test_every_diagevo_name_the_pages_write_exists() -> None:
     """``docs/hooks.py`` fails the site's build on a page that names a ``diagevo.X`` diagevo does
     not have (a module, a public name, a member); the same check, on every page and the README."""
-    from diagevo.docs.generated import unknown_names
+    from docs.render import unknown_names
 
     unknown = {p.relative_to(ROOT).as_posix(): unknown_names(p.read_text(encoding="utf-8")) for p in documents()}
     assert {p: names for p, names in unknown.items() if names} == {}

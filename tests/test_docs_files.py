@@ -1,7 +1,8 @@
-"""What a wheel carries beside its pages, read from ``setup.py``'s ``documentation()`` (the list a
-build copies): every page's includes are among it, every page renders from it alone, and the
-examples and configs a user runs or copies are listed by ``diagevo docs`` with their paths
-(tests/test_fresh_install.py does the same from an installed wheel, in the slow tier)."""
+"""What a wheel carries: its pages rendered by ``docs/render.py`` (each include in place), and
+beside them what ``setup.py``'s ``documentation()`` lists (the files a build copies): every page
+reads from that alone, and the examples and configs a user runs or copies are listed by
+``diagevo docs`` with their paths (tests/test_fresh_install.py does the same from an installed
+wheel, in the slow tier)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from diagevo.docs import pages as docs_pages
+from docs import render
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,7 +23,8 @@ EXAMPLES |= {"examples/trl_grpo_trainer.py"}
 
 
 def shipped() -> set[str]:
-    """The files a built package carries, as ``setup.py`` lists them (its ``setup()`` not run)."""
+    """The files a built package carries beside its pages, as ``setup.py`` lists them (its
+    ``setup()`` not run)."""
     spec = importlib.util.spec_from_file_location("diagevo_setup", ROOT / "setup.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -29,26 +32,36 @@ def shipped() -> set[str]:
     return {p.as_posix() for p in module.documentation()}
 
 
-def test_every_include_of_every_page_is_a_file_the_wheel_ships() -> None:
-    carried = shipped()
+def test_every_include_of_every_page_is_in_place_in_the_page_a_wheel_carries() -> None:
+    """The includes are rendered in when the wheel is built: a wheel carries no file for its pages
+    to read (the changelog's ``CHANGELOG.md`` once travelled beside them)."""
     includes = {
-        (page.relative_to(ROOT).as_posix(), found)
+        (page.relative_to(ROOT / "docs").with_suffix("").as_posix(), found)
         for page in (ROOT / "docs").rglob("*.md")
         for found in docs_pages.SNIPPET.findall(page.read_text(encoding="utf-8"))
     }
-    assert ("docs/how-to/verl.md", "examples/verl_round.sh") in includes  # the include a wheel once lacked
-    assert {(page, name) for page, name in includes if name not in carried} == set()
+    assert ("how-to/verl", "examples/verl_round.sh") in includes and ("changelog", "CHANGELOG.md") in includes
+    for page, name in includes:
+        assert (ROOT / name).read_text(encoding="utf-8") in render.render(page), (page, name)
 
 
-@pytest.fixture
-def wheel_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The files of ``documentation()`` laid out as a wheel's ``diagevo/docs/packaged/``, and read there."""
-    top = tmp_path / "packaged"
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files of ``documentation()`` laid out as a wheel's ``diagevo/docs/packaged/``, the pages
+    rendered there as ``setup.py`` renders them."""
+    top = tmp_path_factory.mktemp("packaged")
     for name in shipped():
         (top / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / name, top / name)
-    monkeypatch.setattr(docs_pages, "PACKAGED", top)
+    assert render.main([str(top / "docs")]) == 0
     return top
+
+
+@pytest.fixture
+def wheel_layout(rendered: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """:func:`rendered`, read as the pages a wheel carries."""
+    monkeypatch.setattr(docs_pages, "PACKAGED", rendered)
+    return rendered
 
 
 def test_every_page_renders_from_what_the_wheel_ships(wheel_layout: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +71,8 @@ def test_every_page_renders_from_what_the_wheel_ships(wheel_layout: Path, capsys
     assert "how-to/verl" in names and len(names) > 20
     for name in names:
         code, out, err = run_cli(capsys, "docs", name)
-        assert code == 0 and out.strip(), (name, err)
+        assert code == 0 and out == (wheel_layout / "docs" / f"{name}.md").read_text(encoding="utf-8"), (name, err)
+        assert docs_pages.UNRENDERED not in out and not docs_pages.MARKER.search(out), name  # read as rendered
     verl = run_cli(capsys, "docs", "how-to/verl")[1]
     assert "bash verl_round.sh" in verl and "--8<--" not in verl  # the script's own text, included
 

@@ -5,6 +5,7 @@ no link in the sources, and nothing imports them under another name."""
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -59,3 +60,16 @@ def test_nothing_imports_cli_or_migrations_as_a_top_level_package() -> None:
                     names = [node.module]
                 offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in MAPPED.values()]
     assert offenders == []
+
+
+def test_no_decision_leaves_its_closure_by_mutation() -> None:
+    """A decision made under the append lock is returned (``AppendResult.events``), never written
+    into a list its caller holds (``decided[:] = ...``): no slice assignment in the library."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("diagevo", "cli", "migrations")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\w\[:\]\s*=[^=]", line)
+    ]
+    assert found == []

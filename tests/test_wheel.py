@@ -159,37 +159,51 @@ def test_the_installed_wheel_writes_a_report(wheel: Path, tmp_path: Path) -> Non
     assert '<section id="causes">' in page and "forgets the &lt;domain&gt;" in page
 
 
-def test_the_wheel_carries_the_pages_and_not_the_docs_tools(wheel: Path) -> None:
-    """``docs/``'s pages and pictures, with the files they read (the changelog, the layers
-    contract, the configs, the examples), copied when the wheel is built; the docs' Python tools
-    stay in the checkout."""
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_the_wheel_carries_the_pages_rendered_and_neither_project_files_nor_generators(wheel: Path) -> None:
+    """``docs/``'s pages rendered when the wheel is built (issue 93, item 4): each the text
+    ``docs/render.py`` renders from this code, its references built and its includes in place;
+    beside them their pictures, the configs and the examples. No file of the project travels
+    (``pyproject.toml``, ``CHANGELOG.md``: the changelog page holds its text), nor the generators
+    or the docs' other Python tools: the package holds the pages' reader alone, and no module of
+    it names ``pyproject.toml`` but the one that tells a checkout by it."""
+    from docs import render
+
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
     packaged = "diagevo/docs/packaged/"
     pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")}
     pictures = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "img").iterdir()}
     assert len(pages) > 20 and pictures
-    for name in (*pages, *pictures, "CHANGELOG.md", "pyproject.toml"):
-        assert packaged + name in names, name
     configs = {p.relative_to(ROOT).as_posix() for p in (*ROOT.glob("configs/*.toml"), *ROOT.glob("configs/*/*.yaml"))}
     assert "configs/sim.toml" in configs  # train's default in every installation
     examples = {p.relative_to(ROOT).as_posix() for p in (*ROOT.glob("examples/*.py"), *ROOT.glob("examples/*.sh"))}
     examples.discard("examples/__init__.py")
     assert "examples/verl_round.sh" in examples  # the verl page includes it
     assert {n for n in names if n.startswith(packaged)} == {
-        packaged + n for n in (*pages, *pictures, *configs, *examples, "CHANGELOG.md", "pyproject.toml")
+        packaged + n for n in (*pages, *pictures, *configs, *examples)
     }
-    tools = ("docs/hooks.py", "docs/figures.py", "docs/pictures.py", "docs/griffe_roles.py")
+    assert not [n for n in names if n.rpartition("/")[2] in ("pyproject.toml", "CHANGELOG.md")]
+    for page in sorted(pages):
+        shown = archive.read(packaged + page).decode("utf-8")
+        assert shown == render.render(page.removeprefix("docs/").removesuffix(".md")), page
+    assert "## diagevo memory why\n" in archive.read(packaged + "docs/reference/cli.md").decode("utf-8")
+    assert "## [Unreleased]" in archive.read(packaged + "docs/changelog.md").decode("utf-8")
+    tools = ("docs/hooks.py", "docs/figures.py", "docs/pictures.py", "docs/griffe_roles.py", "docs/render.py")
     assert not any(n.endswith(tools) or n.startswith("docs/") for n in names)
     assert not any(
         n.startswith(packaged) and n.endswith(".py") and not n.startswith(packaged + "examples/") for n in names
     )
-    assert "diagevo/docs/pages.py" in names and "diagevo/cli/docs.py" in names
+    reader = {n for n in names if n.startswith("diagevo/docs/") and not n.startswith(packaged)}
+    assert reader == {"diagevo/docs/__init__.py", "diagevo/docs/pages.py"} and "diagevo/cli/docs.py" in names
+    naming = [n for n in names if n.endswith(".py") and not n.startswith(packaged) and b"pyproject" in archive.read(n)]
+    assert naming == ["diagevo/errors/installation.py"]
 
 
 def test_a_wheel_user_reads_every_page_with_its_references_built(wheel: Path, tmp_path: Path) -> None:
     """Installed by pip into a fresh environment, away from the checkout: ``diagevo docs`` lists
-    the packaged pages, prints the references built from the installed code, and every help's
-    ``More:`` runs there."""
+    the packaged pages, prints the references rendered when the wheel was built (a page is its
+    file, the one ``--path`` names; no project file lies beside them), and every help's ``More:``
+    runs there."""
     import json
 
     env, site = _installed_beside(wheel, tmp_path / "env")
@@ -209,6 +223,9 @@ def test_a_wheel_user_reads_every_page_with_its_references_built(wheel: Path, tm
     expected = {p.relative_to(ROOT / "docs").with_suffix("").as_posix() for p in (ROOT / "docs").rglob("*.md")}
     assert {p["name"] for p in listing["pages"]} == expected
     assert docs("docs", "how-to/audit", "--path") == f"{folder / 'how-to' / 'audit.md'}\n"
+    cli = Path(docs("docs", "reference/cli", "--path").strip())
+    assert cli == folder / "reference" / "cli.md" and docs("docs", "reference/cli") == cli.read_text(encoding="utf-8")
+    assert not [p for p in Path(site).rglob("*") if p.name in ("pyproject.toml", "CHANGELOG.md")]
     for page, shown in [
         ("reference/configuration", "### `[memory]`"),
         ("reference/python-api", "### diagevo.open_store"),

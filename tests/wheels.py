@@ -20,6 +20,7 @@ REQUIRED = (
     "diagevo/report/templates/run.html",
     "diagevo/report/templates/sections/causes.html",
     "diagevo/docs/packaged/configs/sim.toml",
+    "diagevo/docs/packaged/docs/reference/cli.md",  # the pages, rendered by the build (docs/render.py)
 )
 
 

@@ -1,13 +1,14 @@
 """The documentation's pages, wherever diagevo is installed: found, listed, named and read.
 
 ``docs/`` in the repository is the one source of the pages. A checkout (an editable install
-included) reads them there. A wheel, or a non-editable ``pip install .``, carries a copy made
-when it is built (``setup.py``) in ``diagevo/docs/packaged/``: the pages (``docs/**.md``), their
-pictures (``docs/img/``) and the files of the repository the pages read (``CHANGELOG.md``, which
-the changelog page includes, ``pyproject.toml``, whose import-linter contract the contributing
-page draws, and ``configs/``, which the pages name and whose ``sim.toml`` is ``diagevo train``'s
-default, and ``examples/``, the runnable scripts), laid out as in the repository, so that one
-root serves both.
+included) reads them there, as written. A wheel, or a non-editable ``pip install .``, carries
+them rendered when it is built (``setup.py`` runs ``docs/render.py``) in
+``diagevo/docs/packaged/``: each page (``docs/**.md``) with its generated sections (the
+references: CLI, Python API, configuration, event types, errors) built from the code packaged
+beside it and the files it includes in place, its pictures (``docs/img/``), and the files a user
+runs or copies (``configs/``, whose ``sim.toml`` is ``diagevo train``'s default, and
+``examples/``), laid out as in the repository, so that one root serves both. This module only
+reads: it builds no section, and no file of the project's own travels with the pages.
 
 Beside the pages, the listing names the files a user runs or copies (``examples/verl_round.sh``,
 ``configs/verl/solver.yaml``), each with its path in this installation, so that
@@ -22,9 +23,7 @@ files that lie below the pages' folder (a link is skipped), and a page's ``--8<-
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,12 @@ from diagevo.text.parsing import error_line, quoted
 from diagevo.text.words import close_to, you_mean
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
-"""A line of a page that the code fills (``<!-- generated: configuration -->``)."""
+"""A line of a page's source that the build fills from the code (``<!-- generated: configuration -->``)."""
+UNRENDERED = (
+    "*(Generated from the code when the site or the wheel is built: `make docs`, or "
+    "`python -m docs.render DIR` in the checkout for the rendered pages in DIR.)*"
+)
+"""What a checkout shows for a generated section: its pages are the sources, rendered by a build."""
 
 FILES = ("examples/*.py", "examples/*.sh", "configs/*.toml", "configs/*/*.yaml")
 """The files beside the pages that a user runs or copies, as ``setup.py`` ships them (its
@@ -141,14 +145,14 @@ def pages() -> Pages:
     top = root()
     folder = top / "docs"
     found: list[DocPage] = []
-    for here, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
-        for file in files:
-            relative = Path(here, file).relative_to(folder).as_posix()
-            path = below(folder, relative) if file.endswith(".md") else None
-            if path is not None:
-                name = relative.removesuffix(".md")
-                found.append(DocPage(name, _title(path.read_text(encoding="utf-8"), top) or name, path))
+    for page in sorted(folder.rglob("*.md")):
+        relative = page.relative_to(folder).as_posix()
+        if any(part.startswith(("_", ".")) for part in Path(relative).parts[:-1]):
+            continue  # a hidden or private folder's pages are none of the docs'
+        path = below(folder, relative)
+        if path is not None:
+            name = relative.removesuffix(".md")
+            found.append(DocPage(name, _title(path.read_text(encoding="utf-8"), top) or name, path))
     site = top / "site" / "index.html"
     checkout = top != PACKAGED
     return Pages(
@@ -228,20 +232,9 @@ def included(markdown: str, top: Path, where: str) -> str:
     return SNIPPET.sub(include, markdown)
 
 
-def fill(markdown: str, generators: Mapping[str, Callable[[], str]], where: str) -> str:
-    """``markdown`` with each generated section built by its generator; a section no generator
-    builds is a bug in the pages (``where`` names the page)."""
-
-    def generate(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in generators:
-            raise NotFound(f"{where}: unknown generated section {quoted(name)}")
-        return generators[name]()
-
-    return MARKER.sub(generate, markdown)
-
-
-def text(page: DocPage, generators: Mapping[str, Callable[[], str]]) -> str:
-    """The page's Markdown as the site shows it: the files it includes in place, its generated
-    sections filled by ``generators``."""
-    return fill(included(page.path.read_text(encoding="utf-8"), root(), page.name), generators, page.name)
+def text(page: DocPage) -> str:
+    """The page's Markdown as the site shows it: the files it includes in place. A built
+    package's pages come rendered; a checkout's generated sections are rendered only by a build
+    (:data:`UNRENDERED` says so in their place)."""
+    markdown = included(page.path.read_text(encoding="utf-8"), root(), page.name)
+    return MARKER.sub(UNRENDERED, markdown)

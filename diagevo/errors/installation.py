@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PACKAGED = PACKAGE_DIR / "docs" / "packaged"
-"""Where a built package carries the pages and the repository's files they read (``setup.py``)."""
+"""Where a built package carries the pages, rendered when built, and the files a user copies (``setup.py``)."""
 
 
 @dataclass(frozen=True)

@@ -199,7 +199,7 @@ def rollout_failures(
     FAILURES.jsonl holds it (with its question, pseudo-label and known causes). A dump beside the
     manifest of another export (``check_manifest``) is refused; so is a line of another round's
     questions, or one scored by another reward function, naming its file and line; and an untagged
-    line that repeats an earlier round's failure at the same place (:meth:`DumpTie.check_copy`),
+    line that repeats an earlier round's failure at the same place (``DumpTie.check_copy``),
     unless ``allow_repeats``: a genuine dump whose short answers repeat the earlier round's."""
     st = round_state(store, run)
     if t is None:

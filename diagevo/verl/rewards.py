@@ -144,7 +144,7 @@ def challenger_score(
     call for one rollout (``solution_str``: verl's default reward manager, the yaml's
     ``reward_manager`` block left out), naming the settings that select the step's manager (the
     four batch arguments default to None for that reason only: Python's own ``TypeError`` would
-    name none of it), and so is a row of another file than challenger.parquet (:func:`own_rows`)."""
+    name none of it), and so is a row of another file than challenger.parquet (``own_rows``)."""
     if "solution_str" in unknown or "data_source" in unknown:
         raise BadInput(
             "challenger_score was called for one rollout (solution_str), as verl's default reward manager calls a "

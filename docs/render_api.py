@@ -1,12 +1,14 @@
 """The Python API reference: the names ``diagevo/__init__.py`` exports, the types they return or
-take, then the public modules (``diagevo.verl``).
+take, then the public modules (``diagevo.verl``); and :class:`Undocumented`, what every
+generated section raises when the code leaves something out.
 
 One list of what the reference shows (:func:`parts`: each name's module, heading and the
 members a caller uses), in two forms: mkdocstrings blocks for the site (``docs/hooks.py``), and
-Markdown built from the signatures and docstrings themselves for ``diagevo docs`` (no
-mkdocstrings where the docs are read in a terminal). The docstrings' Sphinx roles
-(``:class:`~diagevo.errors.NotFound```) are shown as code (the site links them:
-``docs/griffe_roles.py``).
+Markdown built from the signatures and docstrings themselves for the pages a wheel carries
+(``docs/render.py``: no mkdocstrings where the docs are read in a terminal). The docstrings'
+Sphinx roles (``:class:`~diagevo.errors.NotFound```) are shown as code (the site links them:
+``docs/griffe_roles.py``, which reads the lists below). A build-time tool, beside the pages: the
+package carries what it renders, never this module.
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from importlib import import_module
 from typing import Any
 
 from diagevo import _EXPORTS
-from diagevo.docs import Undocumented
+
+
+class Undocumented(Exception):
+    """Something the code declares has no documentation (a config field without a description,
+    an export without a docstring): a bug, which fails the site's build and the wheel's."""
+
 
 # the types the public names return or take, documented in the reference beside them (reached as
 # attributes and annotations, imported from their modules when a caller names them)

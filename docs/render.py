@@ -1,41 +1,62 @@
-"""The sections of the pages that are built from the code, each in one place.
+"""The pages as they are built: each include in place, each generated section rendered from the code.
 
-A page holds a marker line ``<!-- generated: NAME -->``; :func:`diagevo.docs.pages.fill`
-replaces it with what the generator of that name in :data:`GENERATORS` builds, for the site
-(``docs/hooks.py``) and for ``diagevo docs`` alike, so nothing generated is committed and nothing
-is written twice. The sections that read the CLI (the CLI reference, the exit codes of the errors
-page, the commands' table) are built in ``cli/reference.py``, which adds them.
+A page holds a marker line ``<!-- generated: NAME -->``; :func:`fill` replaces it with what the
+generator of that name in :data:`GENERATORS` builds, from the code being built: the references
+(CLI, Python API, configuration, event types, errors), the diagnostician's requests, and the
+contributing page's layers (the import-linter contract of ``pyproject.toml``), views and
+commands. Two builds run them, so nothing generated is committed:
 
-Something added without documentation fails here (:class:`~diagevo.docs.Undocumented`): a
-config field without a description, an event type whose data model has no docstring, an error
-class or an export without one.
+- the wheel's (``setup.py``, ``python -P -m docs.render OUT``): every page of ``docs/`` rendered
+  as the site shows it, its includes (``--8<-- "FILE"``: the changelog, the verl configs and
+  script) in place, into the package, where ``diagevo docs`` reads it. The package itself holds
+  only that reader (``diagevo/docs/pages.py``): it never runs a generator, nor reads
+  ``pyproject.toml`` or ``CHANGELOG.md``, which it does not carry.
+- the site's (``docs/hooks.py``): the same sections, but the Python API as mkdocstrings blocks.
+
+Something added without documentation fails here (:class:`Undocumented`): a config field
+without a description, an event type whose data model has no docstring, an error class or an
+export without one, a marker no generator builds.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import html
 import json
 import re
+import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+import diagevo
+import diagevo.cli
 from diagevo import _EXPORTS
 from diagevo.catalog import CATALOG
+from diagevo.cli import examples
+from diagevo.cli.app import build
+from diagevo.cli.common import EXIT_CODES
 from diagevo.config.base import Setting, settings
 from diagevo.config.sections import DiagnosisConfig, MethodConfig
 from diagevo.diagnosis.probe import TITLES, stage_requests
 from diagevo.diagnosis.tools import llm_diagnostician
-from diagevo.docs import Undocumented
-from diagevo.docs.api import python_api
-from diagevo.docs.pages import root
+from diagevo.docs.pages import MARKER, included
 from diagevo.train.config import Config
+from docs.render_api import Undocumented, python_api
 
-PACKAGE = Path(__file__).resolve().parent.parent
-"""The ``diagevo`` package's folder: the sources the error classes and the views are read from."""
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository (or the sdist's copy of it): ``docs/`` and the files its pages read."""
+DOCS = ROOT / "docs"
+
+
+PACKAGE = Path(diagevo.__file__).resolve().parent
+"""The ``diagevo`` package's folder, as imported (a checkout's, or the build's when a wheel is
+built): the sources the error classes and the views are read from."""
+CLI = Path(diagevo.cli.__file__).resolve().parent
+"""The CLI's folder (``cli/`` of a checkout, ``diagevo/cli/`` of a build)."""
 
 
 def cell(text: Any) -> str:
@@ -285,7 +306,7 @@ def diagnostician_settings() -> str:
 
 def _layer_contract() -> list[str]:
     """The layers of the import-linter contract in ``pyproject.toml``, top first."""
-    config = tomllib.loads((root() / "pyproject.toml").read_text(encoding="utf-8"))
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     contracts = config["tool"]["importlinter"]["contracts"]
     layers = next((c["layers"] for c in contracts if c.get("type") == "layers"), None)
     if not layers:
@@ -336,6 +357,48 @@ def config_sections() -> str:
     return "\n".join(out)
 
 
+def errors() -> str:
+    """The exit codes (:data:`cli.common.EXIT_CODES`), then every error class a user can fix,
+    found in the sources of the library and the CLI."""
+    out = ["| exit code | when |", "|---|---|"]
+    out += [f"| {code} | {cell(when)} |" for code, when in EXIT_CODES.items()]
+    return "\n".join([*out, "", error_classes({"diagevo": PACKAGE, "diagevo.cli": CLI})])
+
+
+def cli(tree: Any) -> str:
+    """Each command and group of ``tree`` (the app's click tree), ``diagevo`` itself first, then
+    in the order of their paths: the help ``--help`` shows, its usage and options, and its
+    example and page (:mod:`cli.examples`)."""
+    out: list[str] = []
+    for path, command in examples.command_paths(tree).items():
+        if not getattr(command, "hidden", False):
+            out += _command(path, command)
+    return "\n".join(out)
+
+
+def _command(path: str, command: Any) -> list[str]:
+    name = f"diagevo {path}".strip()
+    ctx = command.context_class(command, info_name=name)
+    out = [f"## {name}", ""]
+    if command.help:
+        out += [command.help, ""]
+    out += ["```text", f"Usage: {name} {' '.join(command.collect_usage_pieces(ctx))}", "```", ""]
+    rows = []
+    for param in command.get_params(ctx):
+        if getattr(param, "hidden", False) or param.name == "help":
+            continue
+        shown, said = param.get_help_record(ctx) or ("", getattr(param, "help", None) or "")
+        if param.param_type_name == "argument":  # as the usage line names it (FILE, [PAGE])
+            shown = " ".join(param.get_usage_pieces(ctx))
+        rows.append(f"| `{shown}` | {cell(said)} |")
+    if rows:
+        out += ["| argument or option | what it does |", "|---|---|", *rows, ""]
+    if path in examples.EXAMPLES:
+        example, page = examples.EXAMPLES[path]
+        out += [f"Example: `{example}`  ", f"More: [`diagevo docs {page}`](../{page}.md)", ""]
+    return out
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "configuration": configuration,
     "events": events,
@@ -346,5 +409,53 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "diagnostician-request": diagnostician_request,
     "diagnostician-stages": diagnostician_stages,
     "diagnostician-settings": diagnostician_settings,
+    "cli": lambda: cli(build()),
+    "errors": errors,
+    "commands": lambda: module_table(CLI, "cli"),
 }
-"""The library's generators by marker name (``cli/reference.py`` adds the CLI's)."""
+"""Every generated section by marker name (the site's build puts its own ``python-api``)."""
+
+
+def fill(markdown: str, generators: Mapping[str, Callable[[], str]], where: str) -> str:
+    """``markdown`` with each generated section built by its generator; a section no generator
+    builds is a bug in the pages (``where`` names the page)."""
+
+    def generate(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in generators:
+            raise Undocumented(f"{where}: unknown generated section {name!r}")
+        return generators[name]()
+
+    return MARKER.sub(generate, markdown)
+
+
+def sources() -> list[Path]:
+    """The pages of ``docs/``, as ``setup.py`` ships them (rendered)."""
+    return sorted(p for p in DOCS.rglob("*.md") if "__pycache__" not in p.parts)
+
+
+def render(name: str) -> str:
+    """The page ``name`` (``reference/cli``: its path below ``docs/`` without ``.md``) as the site
+    shows it: the files it includes in place, then its generated sections filled."""
+    path = DOCS / f"{name}.md"
+    return fill(included(path.read_text(encoding="utf-8"), ROOT, name), GENERATORS, name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Every page of docs/ rendered, laid out as docs/ is, into OUT.")
+    parser.add_argument("out", type=Path, help="the folder the rendered pages go into")
+    args = parser.parse_args(argv)
+    for path in sources():
+        relative = path.relative_to(DOCS)
+        try:
+            rendered = render(relative.with_suffix("").as_posix())
+        except (Undocumented, LookupError, ValueError) as exc:  # the pages' own errors, named
+            print(f"docs/render.py: {exc}", file=sys.stderr)
+            return 1
+        (args.out / relative).parent.mkdir(parents=True, exist_ok=True)
+        (args.out / relative).write_text(rendered, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
