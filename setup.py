@@ -22,6 +22,7 @@ require setuptools' alone).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,37 @@ def get_requires_for_build_wheel(config_settings: dict | None = None) -> list[st
     """setuptools' requirements and the package's dependencies: rendering the pages imports it."""
     project = tomllib.loads((HERE / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     return [*build_meta.get_requires_for_build_wheel(config_settings), *project["dependencies"]]
+
+
+def version() -> str:
+    """Which build this is, from the repository, never typed by hand: an sdist's own (its
+    ``PKG-INFO``); in a checkout, the last release ``CHANGELOG.md`` names (``## [X.Y.Z]``) where
+    HEAD is the commit that released it, else the next patch's development version counted from
+    that commit, ``X.Y.(Z+1).devN+g<hash>`` (``.dirty`` where tracked files differ from HEAD);
+    outside a repository, ``X.Y.(Z+1).dev0``."""
+    info = HERE / "PKG-INFO"
+    if info.is_file():
+        found = re.search(r"^Version: (\S+)$", info.read_text(encoding="utf-8"), re.M)
+        if found:
+            return found.group(1)
+    released = re.search(r"^## \[(\d+)\.(\d+)\.(\d+)\]", (HERE / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    if released is None:
+        raise SystemExit("CHANGELOG.md names no release (## [X.Y.Z]): the version is counted from one")
+    major, minor, patch = released.groups()
+    release, following = f"{major}.{minor}.{patch}", f"{major}.{minor}.{int(patch) + 1}"
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, check=False)
+
+    head = git("rev-parse", "--short=9", "HEAD")
+    if head.returncode != 0:
+        return f"{following}.dev0"
+    commit = git("log", "-1", "--format=%H", "-S", f"## [{release}]", "--", "CHANGELOG.md").stdout.strip()
+    since = int(git("rev-list", "--count", f"{commit}..HEAD").stdout.strip() or 0) if commit else 0
+    dirty = git("diff", "--quiet", "HEAD", "--").returncode != 0
+    if commit and since == 0 and not dirty:
+        return release
+    return f"{following}.dev{since}+g{head.stdout.strip()}" + (".dirty" if dirty else "")
 
 
 def documentation() -> list[Path]:
@@ -82,4 +114,4 @@ class BuildWithDocumentation(build_py):
 
 
 if __name__ == "__main__":  # as setuptools runs it; the build frontend imports the hooks, the tests documentation()
-    setup(cmdclass={"build_py": BuildWithDocumentation})
+    setup(version=version(), cmdclass={"build_py": BuildWithDocumentation})

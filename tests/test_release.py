@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import re
 import shutil
 import sqlite3
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -48,14 +50,21 @@ def _fixture(folder: Path) -> tuple[Path, Path]:
     return folder / f"release-{release}.db", folder / f"release-{release}.jsonl"
 
 
-def test_version_names_the_package_and_the_schema_it_writes() -> None:
-    """The metadata's version (pyproject.toml's, once installed) and Alembic's head, each read
-    where it is kept."""
+def test_version_names_the_build_and_the_schema_it_writes() -> None:
+    """The metadata's version (setup.py's, from the repository, once installed) and Alembic's head,
+    each read where it is kept. A checkout past the release is a development version of the next
+    patch, its commits since the release and its commit in it; none is typed by hand."""
+    import setup
+
     code, out, err = cli("--version")
     assert code == 0, err
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    assert importlib.metadata.version("diagevo") == declared  # a stale install reports a stale version
-    assert out == f"diagevo {declared} (schema {head_revision()})\n"
+    built = setup.version()
+    assert importlib.metadata.version("diagevo") == built  # a stale install reports a stale version
+    assert out == f"diagevo {built} (schema {head_revision()})\n"
+    assert "version" not in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    head = subprocess.run(["git", "rev-parse", "--short=9", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode == 0 and built != FIRST:  # a checkout past the release: 0.1.1.devN+g<HEAD>
+        assert re.fullmatch(rf"0\.1\.1\.dev\d+\+g{head.stdout.strip()}(\.dirty)?", built), built
 
 
 def test_the_first_release_has_its_fixture() -> None:

@@ -98,7 +98,9 @@ def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> 
         capture_output=True,
         text=True,
     )
-    assert where.stdout.split() == ["wheel", "0.1.0"], where.stdout + where.stderr
+    import setup
+
+    assert where.stdout.split() == ["wheel", setup.version()], where.stdout + where.stderr
     done = subprocess.run([exe, "doctor", "--json"], cwd=work, env=env_vars, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     fixes = {c["name"]: c["fix"] for c in json.loads(done.stdout)["checks"] if c["fix"]}
