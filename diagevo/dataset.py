@@ -36,15 +36,15 @@ from diagevo.catalog import (
 )
 from diagevo.errors import Argument, BadInput, NotFound, require_use
 from diagevo.files.written import building, export_dir, write_replacing, write_table
-from diagevo.log import EventReader, Recorder
+from diagevo.log import Recorder
 from diagevo.memory.deciders import promotion_scores
 from diagevo.memory.state import Memory
 from diagevo.rounds.questions import logged_questions
 from diagevo.text.calls import validated
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import did_you_mean
+from diagevo.views.admission import admitted_rows
 from diagevo.views.memory import commit_memories, committed_rounds
-from diagevo.views.withdrawn import Withdrawn
 
 if TYPE_CHECKING:
     import polars as pl
@@ -86,12 +86,12 @@ class Exported:
     files: list[ExportedFile] = field(default_factory=list)
 
 
-def questions(store: EventReader, run: str, upto: int, retained_only: bool) -> pl.DataFrame:
+def questions(store: Recorder, run: str, upto: int, retained_only: bool) -> pl.DataFrame:
     """One row per scored question of rounds 1..``upto``, with its cause's promotion score."""
     logged = logged_questions(store, run, upto=upto)
     promoted = {
         (e.round, p.cause_id)
-        for e in store.rows(run, types=(CausePromoted,))
+        for e in admitted_rows(store, run, types=(CausePromoted,))
         if isinstance(p := e.event, CausePromoted)
     }
     per_round: dict[int, list[tuple[str | None, float]]] = {}
@@ -107,11 +107,11 @@ def questions(store: EventReader, run: str, upto: int, retained_only: bool) -> p
     return _frame(out, "questions")
 
 
-def failures(store: EventReader, run: str, upto: int) -> pl.DataFrame:
+def failures(store: Recorder, run: str, upto: int) -> pl.DataFrame:
     """One row per recorded failure of rounds 1..``upto``, with its diagnosis and attribution."""
     types = (FailureRecorded, FailureDiagnosed, DiagnosisFailed, FailureAttributed, CauseCreated)
     rows: dict[str, dict[str, Any]] = {}
-    for e in Withdrawn.of(store, run).standing(store.rows(run, types=types, texts=True)):  # withdrawn: never recorded
+    for e in admitted_rows(store, run, types=types, texts=True):  # a refused row, a withdrawn batch: never met
         if not 1 <= e.round <= upto:
             continue
         match e.event:
@@ -228,7 +228,7 @@ def export_dataset(
     if upto not in done:
         raise ExportError(f"round {upto} of run {run!r} is not committed (its last committed round is {done[-1]})")
     memories = [m for m in commit_memories(store, run) if m.committed <= upto]
-    nodes = store.rows(run, types=(NodeCreated,))
+    nodes = admitted_rows(store, run, types=(NodeCreated,))
     node_rounds = {n.node_id: e.round for e in nodes if 1 <= e.round <= upto and isinstance(n := e.event, NodeCreated)}
     frames = {
         "questions": questions(store, run, upto, retained_only),

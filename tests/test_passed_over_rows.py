@@ -215,7 +215,11 @@ def test_a_config_the_loader_refuses_stops_no_reader_and_no_resume_trains_on_it(
         p.startswith(f"seq {seq}: run.configured's config cannot be used: {said}") for p in json.loads(out)["problems"]
     )
     code, out, err = cli("runs", "--db", db, "--json")
-    assert code == 0 and json.loads(out)["runs"][0]["changed"] == {"(config)": f"cannot be used: {said}"}, out
+    listed = json.loads(out)["runs"][0]
+    assert code == 0 and "(config)" not in listed["changed"], out  # the config in force, the refused one passed over
+    assert [p for p in listed["passed_over"] if p["seq"] == seq] == [
+        {"seq": seq, "why": f"run.configured's config cannot be used: {said}"}
+    ], out
     # a copy leaves it behind, named: the config before it in force
     for command in (
         ("memory", "fork", "--run", "m", "--round", "2", "--to", "m-f2"),

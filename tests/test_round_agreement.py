@@ -129,10 +129,12 @@ def test_opening_an_open_round_returns_it_and_says_what_comes_next(store: Record
     assert again.next_step == "record_failures"
     again.record_failures([{"failure_id": "f1", "question_id": "q1", "response": "8", "reference": "7"}])
     assert again.next_step == "diagnose"
-    with pytest.raises(
-        rounds.ProtocolError, match=r"its promotions are decided .*; commit round 1 first, then open round 2"
-    ):
+    with pytest.raises(rounds.ProtocolError) as late:  # names the step the round goes on at, not a withdrawal
         again.record([candidate("q2")])
+    assert str(late.value).startswith("cannot record question 'q2' into round 1: it is new (round 2 takes it), and its")
+    assert "round 1 goes on at its next step diagnose: diagnose its recorded failures, then commit" in str(late.value)
+    with pytest.raises(rounds.ProtocolError, match="decided already; round 1 goes on at its next step diagnose"):
+        again.promote()
     again.commit(allow_undiagnosed=True)
     assert again.next_step == "committed"
     with pytest.raises(

@@ -175,7 +175,8 @@ def test_a_conflicting_record_names_the_withdraw_of_its_batch(
 
 def test_verify_names_a_half_withdrawn_batch(store: diagevo.Recorder) -> None:
     """A ``batch.withdrawn`` appended past the round's checks (a writer of its own) whose range
-    cuts the recorded batch: ``memory verify`` names it by its seq."""
+    cuts the recorded batch: ``memory verify`` names it by its seq, in the words the protocol
+    refuses such a withdrawal with, and the round reads its questions as recorded."""
     from diagevo.catalog import BatchWithdrawn
     from diagevo.schemas import new_event
 
@@ -189,9 +190,10 @@ def test_verify_names_a_half_withdrawn_batch(store: diagevo.Recorder) -> None:
     store.append([new_event(half, run=RUN, at_round=1, event_id="w/forged-withdrawal")])
     seq = store.last_seq(RUN)
     assert [p for p in diagevo.verify_run(store, RUN) if "not one recorded batch" in p] == [
-        f"seq {seq}: batch.withdrawn takes back seqs {first}-{last - 1} of round 1, not one recorded batch whole "
-        "(the round reads half of a batch)"
+        f"seq {seq}: batch {first}-{last - 1} of round 1 of run {RUN!r} is not one recorded batch: it touches batch "
+        f"{first}-{last} (a withdrawal takes back one recorded batch whole)"
     ]
+    assert len(rnd.questions()) == len(named)  # applied by no reader: the round's questions stand
 
 
 @pytest.mark.parametrize(

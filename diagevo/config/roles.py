@@ -132,8 +132,8 @@ class SolverConfig(RoleConfig):
         description="With reward = true_answer: the share of the solver's questions (each drawn by the seed and its "
         "text) whose label is a wrong answer of the kind votes make: the world's shared error of its skill (the mini "
         "world's dropped carry, forgotten borrow), else the most common wrong answer of its GRPO group. A control of "
-        "chosen label accuracy (the dose-response of the mini world: diagevo docs how-to/mini-world), never the method; 0: every label "
-        "the true answer (the oracle).",
+        "chosen label accuracy (the mini world's dose-response: diagevo docs how-to/mini-world), never the method; 0: "
+        "every label the true answer (the oracle).",
     )
     anchor_share: float = Field(
         default=0.0,

@@ -43,9 +43,9 @@ from diagevo.runtime.progress import ProgressFn
 from diagevo.schemas import current_limits, text_limits
 from diagevo.text.calls import validated
 from diagevo.text.parsing import quoted
+from diagevo.views.admission import admitted_rows
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
-from diagevo.views.withdrawn import Withdrawn
 
 
 async def diagnose_round(
@@ -168,11 +168,13 @@ def refuse_failed(summary: DiagnosisSummary, rules: DiagnosisConfig) -> None:
     )
 
 
-def failure_inputs(store: EventReader, run: str, t: int) -> list[Failure]:
+def failure_inputs(store: Recorder, run: str, t: int) -> list[Failure]:
     """The failures recorded in round ``t``, with their questions' fields, as the diagnosis reads them."""
     questions = {q.question_id: q for q in logged_questions(store, run, t=t)}
-    rows = store.rows(run, types=(FailureRecorded,), in_round=t, texts=True)
-    recorded = of_type(FailureRecorded, Withdrawn.of(store, run, t).standing(rows))  # withdrawn: never recorded
+    rows = admitted_rows(
+        store, run, types=(FailureRecorded,), in_round=t, texts=True
+    )  # a withdrawn one: never recorded
+    recorded = of_type(FailureRecorded, rows)
     out = []
     for f in sorted(recorded, key=lambda f: f.failure_id):
         q = questions[f.question_id]

@@ -43,6 +43,7 @@ from diagevo.rounds import MemoryMoved, Round
 from diagevo.rounds.failures import DECIDING, decided_failures
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
+from diagevo.views.admission import admitted_rows
 from diagevo.views.index import VectorIndex
 from diagevo.views.memory import load_memory
 
@@ -71,7 +72,7 @@ class Prior:
 
 def prior_outcomes(store: EventReader, run: str, t: int) -> Prior:
     """What the log holds of round ``t`` of ``run`` (see :class:`Prior`)."""
-    events = [e.event for e in store.rows(run, types=(*DECIDING, DiagnosisFailed), in_round=t)]
+    events = [e.event for e in admitted_rows(store, run, types=(*DECIDING, DiagnosisFailed), in_round=t)]
     decided = decided_failures(events)
     diagnosed: dict[str, Extraction] = {}
     tries: dict[str, int] = {}
@@ -184,7 +185,7 @@ class DiagnosisPass:
         held = {
             f.failure_id
             for f in of_type(
-                FailureRecorded, self.store.rows(self.run, types=(FailureRecorded,), keys={"failure_id": ids})
+                FailureRecorded, admitted_rows(self.store, self.run, types=(FailureRecorded,), keys={"failure_id": ids})
             )
         }
         events = [

@@ -31,6 +31,7 @@ from diagevo.log.paths import run_name
 from diagevo.rounds import record_retrospective
 from diagevo.runtime.progress import ProgressFn, no_progress
 from diagevo.schemas import EventIn, new_event
+from diagevo.views.admission import admitted_rows
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.queries import pruned_note
 
@@ -47,7 +48,7 @@ def solver_models(store: EventReader, run: str) -> dict[int, str]:
     checkpoints: dict[int, str] = {}
     committed: list[int] = []
     valid = {row.seq for row in checkpoint_log(store, run).written}
-    for e in store.rows(run, types=(RunStarted, CheckpointWritten, RoundCommitted)):
+    for e in admitted_rows(store, run, types=(RunStarted, CheckpointWritten, RoundCommitted)):
         match e.event:
             case RunStarted(config=stored):
                 config = config_from_record(stored)

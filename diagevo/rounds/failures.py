@@ -64,13 +64,13 @@ DIAGNOSIS_STATE_TYPES = (*FAILURE_TYPES, FailureAttributed, CauseCreated, BatchW
 """What :func:`diagnosis_state` reads of a round."""
 
 
-def diagnosis_state(rows: Sequence[StoredEvent]) -> tuple[list[str], list[str], int]:
+def diagnosis_state(rows: Sequence[StoredEvent], withdrawn: Withdrawn) -> tuple[list[str], list[str], int]:
     """Where a round's failures stand, from its ``rows``: those recorded with no diagnosis
     (sorted), those whose diagnosis failed with nothing decided since (:func:`failed_diagnoses`),
     and how many failures it has (recorded or diagnosed). One reading for the commit, which
     refuses while either stops it, and for ``next_step``, which then says ``"diagnose"``. A
     failure a withdrawal took back is not the round's."""
-    rows = list(Withdrawn.from_rows(rows).standing(rows))
+    rows = list(withdrawn.standing(rows))
     recorded = {f.failure_id for f in of_type(FailureRecorded, rows)}
     diagnosed = {e.failure_id for e in of_type(DIAGNOSES, rows) if e.failure_id}
     return sorted(recorded - diagnosed), failed_diagnoses(rows), len(recorded | diagnosed)

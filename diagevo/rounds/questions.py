@@ -19,10 +19,10 @@ from diagevo.memory.sampler import GenerationRequest
 from diagevo.results import Json
 from diagevo.rounds.protocol import ProtocolError
 from diagevo.text.formats import CandidateLine, FieldRefusal
-from diagevo.views.withdrawn import Withdrawn
+from diagevo.views.admission import admitted_rows
 
 if TYPE_CHECKING:
-    from diagevo.log import EventReader
+    from diagevo.log import Recorder
 
 PURPOSES = {"curriculum": ("cur-requests", "q"), "challenger": ("chal-requests", "c")}
 
@@ -167,7 +167,7 @@ class LoggedQuestion:
 
 
 def logged_questions(
-    store: EventReader,
+    store: Recorder,
     run: str,
     *,
     t: int | None = None,
@@ -178,12 +178,12 @@ def logged_questions(
     """The scored questions of round ``t`` (or of rounds 1..``upto``; ``ids``: those alone;
     ``retained``: those Eq. 3 kept), texts inline, in the order they were generated: the one
     reading of a round's questions (the round's own, the verl export and dump, the diagnosis,
-    the dataset)."""
+    the dataset), as the rules admit them (:func:`~diagevo.views.admission.admitted_rows`)."""
     asked: dict[str, tuple[int, QuestionGenerated]] = {}
     votes: dict[str, QuestionScored] = {}
     keys = None if ids is None else {"question_id": ids}
-    rows = store.rows(run, types=(QuestionGenerated, QuestionScored), in_round=t, keys=keys, texts=True)
-    for e in Withdrawn.of(store, run, t).standing(rows):  # a batch withdrawn was never recorded
+    rows = admitted_rows(store, run, types=(QuestionGenerated, QuestionScored), in_round=t, keys=keys, texts=True)
+    for e in rows:  # as the rules admit them: a refused row, a batch withdrawn, never met
         if upto is not None and not 1 <= e.round <= upto:
             continue
         match e.event:

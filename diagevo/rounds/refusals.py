@@ -3,7 +3,7 @@ failure id reused across rounds, evidence counted twice, an event of a type the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from diagevo.catalog import (
     CauseCreated,
@@ -34,11 +34,13 @@ from diagevo.views.counts import stored_tally
 from diagevo.views.withdrawn import Withdrawn, batch_holding
 
 
-def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[EventIn]) -> None:
-    """Refuse (:class:`ProtocolError`) when round ``t`` holds one of ``events``' ids with other
-    data: a question id recorded again with another text, mode, cause or votes would leave the
-    trainer holding a question the log does not (the same data again is a retry, skipped by the
-    append). Called from inside a decision, under the append lock."""
+def refuse_other_content(
+    store: EventReader, run: str, t: int, events: Sequence[EventIn], closed: Callable[[str], Exception] | None = None
+) -> None:
+    """Refuse (:class:`ProtocolError`, or ``closed(what)``: the round's evidence is closed) when round
+    ``t`` holds one of ``events``' ids with other data: a question id recorded again with another text,
+    mode, cause or votes would leave the trainer holding a question the log does not (the same data
+    again is a retry, skipped by the append). Called from inside a decision, under the append lock."""
     wanted = {ev.event_id: ev for ev in events}
     if not wanted:
         return
@@ -60,6 +62,8 @@ def refuse_other_content(store: EventReader, run: str, t: int, events: Sequence[
         )
         what = getattr(given, "question_id", e.event_id)
         said = f"question {quoted(what, 80)} is recorded in round {t} of run {run!r} already with another {field}"
+        if closed is not None:
+            raise closed(said)
         raise _already(store, run, t, e.seq, said, "recording the same question again is a no-op")
 
 

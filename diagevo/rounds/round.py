@@ -71,6 +71,12 @@ NO_QUESTION = (
     "no question is recorded in it (deciding its promotions closes its evidence); record its questions first, "
     "or decide on none:"
 )
+PAST = {  # what a round whose promotions are decided takes next (Round.next_step), for a step it has passed
+    "record_failures": "train the solver on its retained questions (verl: solver.parquet), then record and diagnose "
+    "its failures (verl: diagnose --from-verl), then commit it with",
+    "diagnose": "diagnose its recorded failures, then commit it with",
+    "commit": "commit it with",
+}
 
 
 class Round:
@@ -151,7 +157,7 @@ class Round:
         if t not in st.promoted:
             return "promote" if self._questions_standing() else "record"
         rows = list(self.store.rows(run, in_round=t, types=DIAGNOSIS_STATE_TYPES))
-        pending, failed, total = diagnosis_state(rows)
+        pending, failed, total = diagnosis_state(rows, Withdrawn.of(self.store, run, t))
         if pending or self.config.diagnosis.too_many_failed(len(failed), total):
             return "diagnose"
         if not total and not self.store.count(run, in_round=t, types=(MetricsRecorded,)):
@@ -242,17 +248,17 @@ class Round:
             st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, "record questions")
             events = rekeyed(self.store, run, [*generated, *scores])  # ids a withdrawal freed take the next
-            refuse_other_content(self.store, run, t, events)
+            closed = "and its promotions are decided (the evidence is closed)"
+            passed = (lambda said: self._passed(f"{said}, {closed}")) if t in st.promoted else None
+            refuse_other_content(self.store, run, t, events, passed)
             refuse_counted_twice(self.store, run, events, memory)  # a question id is one question
             stored.clear()  # read under the append lock: what this append skips
-            stored.update(q.question_id for q in of_type(QuestionGenerated, standing(read, QuestionGenerated, t)))
-            if t in st.promoted and not seen <= stored:  # a retry of questions recorded stores nothing
-                new = sorted(seen - stored)[0]
-                raise OutOfOrder(
-                    f"cannot record question {quoted(new, 80)} into round {t} of run {run!r}: its promotions are "
-                    f"decided (the evidence is closed); commit round {t} first, then open round {t + 1}",
-                    self._call("commit"),
-                )
+            stored.update(
+                q.question_id for q in of_type(QuestionGenerated, standing(self.store, run, read, QuestionGenerated, t))
+            )
+            if passed and not seen <= stored:  # a retry of questions recorded stores nothing
+                new = quoted(sorted(seen - stored)[0], 80)
+                raise passed(f"cannot record question {new} into round {t}: it is new (round {t + 1} takes it)")
             return events
 
         done = append_decision(self.store, run, decide)
@@ -277,8 +283,8 @@ class Round:
             st = state_from_rows(run, read(MILESTONES))
             require_open(st, t, "decide promotions")
             if t in st.promoted:
-                raise OutOfOrder(f"promotions of round {t} in run {run!r} are decided already")
-            evidence = promotion_evidence(standing(read, (QuestionGenerated, QuestionScored), t))
+                raise self._passed(f"promotions of round {t} in run {run!r} are decided already")
+            evidence = promotion_evidence(standing(self.store, run, read, (QuestionGenerated, QuestionScored), t))
             if not evidence and not allow_empty:
                 raise OutOfOrder(
                     f"cannot decide the promotions of round {t} in run {run!r}: {NO_QUESTION}",
@@ -326,7 +332,7 @@ class Round:
                     self._call("promote"),
                 )
             refuse_reused_failures(self.store, run, t, given)
-            scored = of_type(QuestionScored, standing(read, QuestionScored, t))
+            scored = of_type(QuestionScored, standing(self.store, run, read, QuestionScored, t))
             missing = sorted(set(wanted) - {v.question_id for v in scored if v.retained})
             if missing:
                 q = missing[0]
@@ -510,7 +516,8 @@ class Round:
             sched = schedule(folded)
             # the round's statistics as `memory stats` counts them (the rows the fold takes), and
             # the schedule it leaves
-            counts.update(count_rounds(taken(rows, run, base)).get(t, {}))
+            lawful = Withdrawn.of(self.store, run, t).lawful(taken(rows, run, base))  # a refused one counts nothing
+            counts.update(count_rounds(lawful).get(t, {}))
             ranks = list(of_type(MetricsRecorded, rows))
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []
@@ -542,7 +549,7 @@ class Round:
         """Refuse a commit that would lose recorded failures' evidence from M_t unless allowed;
         how many failed diagnoses a commit so allowed leaves out (None: within the share)."""
         t = self.t
-        pending, failed, total = diagnosis_state(rows)
+        pending, failed, total = diagnosis_state(rows, Withdrawn.of(self.store, self.run, t))
         if pending and not allow_undiagnosed:
             raise OutOfOrder(
                 f"cannot commit round {t}: {plural(len(pending), 'recorded failure')} "
@@ -561,6 +568,11 @@ class Round:
                 self._call("commit", allow_failed=True),
             )
         return len(failed)
+
+    def _passed(self, said: str) -> OutOfOrder:
+        """A step the round has passed, refused (``said``), naming the step it goes on at."""
+        step = self.next_step
+        return OutOfOrder(f"{said}; round {self.t} goes on at its next step {step}: {PAST[step]}", self._call("commit"))
 
     def _call(self, step: str, **allow: bool) -> Call:
         """The call that takes ``step`` for this round, with the ``allow`` options given."""

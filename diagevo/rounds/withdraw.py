@@ -17,13 +17,12 @@ from dataclasses import dataclass, replace
 
 from diagevo.catalog import BatchWithdrawn, Event, FailureRecorded, QuestionGenerated, of_type
 from diagevo.log import AppendResult, EventReader, StoredEvent
-from diagevo.rounds.failures import DIAGNOSES
 from diagevo.rounds.protocol import OutOfOrder, ProtocolError, Reader
 from diagevo.rounds.state import RunState
 from diagevo.schemas import EventIn
 from diagevo.text.parsing import quoted
 from diagevo.views.stats import count_rounds
-from diagevo.views.withdrawn import WITHDRAWABLE, Withdrawn, recorded_batches
+from diagevo.views.withdrawn import Withdrawn, withdrawal_problem
 
 MAX_SEQ = 2**63 - 1
 _BATCH = re.compile(r"([0-9]{1,19})(?:-([0-9]{1,19}))?")
@@ -57,55 +56,22 @@ class Batch:
 def withdrawal(store: EventReader, run: str, t: int, st: RunState, batch: Batch, reason: str) -> BatchWithdrawn:
     """The ``batch.withdrawn`` that takes ``batch`` back from round ``t`` of ``run``, decided
     against the log's head (``st``: the round's milestones read under the append lock); each
-    refusal one line naming the batch: not a batch of the round (unknown), not one recorded batch
-    whole (:func:`~diagevo.views.withdrawn.recorded_batches`: it cuts one, or runs into the next),
-    withdrawn already, of questions after the promotions, of failures one of which is diagnosed."""
+    refusal one line naming the batch (:func:`~diagevo.views.withdrawn.withdrawal_problem`, the
+    rule every reader holds a stored withdrawal to): for what it names a :class:`ProtocolError`,
+    for when it comes (after the promotions, a diagnosis) an :class:`OutOfOrder`."""
+    problem = withdrawal_problem(store, run, t, batch.first, batch.last)
+    if problem is not None:
+        raise (OutOfOrder if problem.late else ProtocolError)(problem.why)
     rows = list(store.rows(run, after_seq=batch.first - 1, upto_seq=batch.last))
-    what = f"batch {batch} of round {t} of run {run!r}"
-    if not rows:
-        raise ProtocolError(f"{what}: the run holds no event at those seqs (memory events shows a round's seqs)")
-    for e in rows:
-        if e.round != t or e.type not in {cls.name for cls in WITHDRAWABLE}:
-            raise ProtocolError(
-                f"{what}: seq {e.seq} is a {e.type} of round {e.round}, and a batch withdrawn holds only the round's "
-                "recorded questions or failures"
-            )
-    touched = [
-        Batch(*span) for span in recorded_batches(store, run, t) if span[0] <= batch.last and batch.first <= span[1]
-    ]
-    if touched != [batch]:
-        said = (
-            f"batch {touched[0]}"
-            if len(touched) == 1
-            else f"batches {', '.join(map(str, touched[:-1]))} and {touched[-1]}"
-        )
-        raise ProtocolError(
-            f"{what} is not one recorded batch: it touches {said} (a withdrawal takes back one recorded batch whole)"
-        )
-    done = Withdrawn.of(store, run, t).overlapping(t, batch.first, batch.last)
-    if done is not None:
-        raise OutOfOrder(f"{what} is withdrawn already (seqs {done[0]}-{done[1]})")
-    questions = [q.question_id for q in of_type(QuestionGenerated, rows)]
-    failures = [f.failure_id for f in of_type(FailureRecorded, rows)]
-    if questions and failures:
-        raise ProtocolError(f"{what} holds questions and failures: withdraw one batch at a time")
-    if questions and t in st.promoted:
-        raise OutOfOrder(f"cannot withdraw {what}: its promotions are decided (the questions' evidence is closed)")
-    diagnosed = _diagnosed(store, run, t, failures)
-    if diagnosed:
-        raise OutOfOrder(f"cannot withdraw {what}: failure {diagnosed!r} is diagnosed (the memory may follow from it)")
     counts = {k: v for k, v in count_rounds(rows).get(t, {}).items() if v}
     return BatchWithdrawn(
-        first_seq=batch.first, last_seq=batch.last, questions=questions, failures=failures, counts=counts, reason=reason
+        first_seq=batch.first,
+        last_seq=batch.last,
+        questions=[q.question_id for q in of_type(QuestionGenerated, rows)],
+        failures=[f.failure_id for f in of_type(FailureRecorded, rows)],
+        counts=counts,
+        reason=reason,
     )
-
-
-def _diagnosed(store: EventReader, run: str, t: int, failures: Sequence[str]) -> str | None:
-    """The first of ``failures`` the round holds a diagnosis of, or None."""
-    if not failures:
-        return None
-    rows = store.rows(run, types=DIAGNOSES, in_round=t, keys={"failure_id": list(failures)})
-    return next((d.failure_id for d in of_type(DIAGNOSES, rows) if d.failure_id in failures), None)
 
 
 def batch_of(done: AppendResult) -> str | None:
@@ -114,11 +80,13 @@ def batch_of(done: AppendResult) -> str | None:
     return str(Batch(done.last_seq - done.appended + 1, done.last_seq)) if done.appended else None
 
 
-def standing(read: Reader, types: type[Event] | tuple[type[Event], ...], t: int) -> list[StoredEvent]:
-    """Round ``t``'s rows of ``types`` read at the log's head, those a withdrawal took back left out."""
+def standing(
+    store: EventReader, run: str, read: Reader, types: type[Event] | tuple[type[Event], ...], t: int
+) -> list[StoredEvent]:
+    """Round ``t``'s rows of ``types`` read at the log's head, those a lawful withdrawal took back
+    left out (:class:`~diagevo.views.withdrawn.Withdrawn`)."""
     wanted = types if isinstance(types, tuple) else (types,)
-    rows = read((*wanted, BatchWithdrawn), t=t)
-    return list(Withdrawn.from_rows(rows).standing(r for r in rows if r.type != BatchWithdrawn.name))
+    return list(Withdrawn.of(store, run, t).standing(read(wanted, t=t)))
 
 
 def rekeyed(store: EventReader, run: str, events: Sequence[EventIn]) -> list[EventIn]:

@@ -19,6 +19,7 @@ from diagevo.train.config import load_config
 from diagevo.train.run import TrainOptions, train
 from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.dynamics import measure_seed
+from diagevo.views.admission import admitted_rows
 
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {
@@ -268,6 +269,6 @@ def run_ablation(
 
 def heldout_curve(store: Recorder, run: str, split: Literal["heldout", "val"] = "heldout") -> list[float]:
     """Held-out (or, ``val``, the validation split's) accuracy of every committed round."""
-    commits = of_type(RoundCommitted, store.rows(run, types=(RoundCommitted,)))
+    commits = of_type(RoundCommitted, admitted_rows(store, run, types=(RoundCommitted,)))
     figures = ((c.heldout_acc if split == "heldout" else c.val_acc) for c in commits)
     return [float("nan") if x is None else float(x) for x in figures]

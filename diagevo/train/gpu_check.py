@@ -30,6 +30,7 @@ from diagevo.train.folders import checkpoint_root
 from diagevo.train.hf.args import attention
 from diagevo.train.hf.backend import HFBackend
 from diagevo.train.run import TrainOptions, train
+from diagevo.views.admission import admitted_rows
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.verify import verify_run
 
@@ -214,7 +215,7 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
 
 def _grpo_figures(store: EventReader, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
-    for p in of_type(PhaseCompleted, store.rows(run, types=(PhaseCompleted,))):
+    for p in of_type(PhaseCompleted, admitted_rows(store, run, types=(PhaseCompleted,))):
         if p.phase in ("challenger", "solver"):
             f = report.phases.setdefault(p.phase, PhaseFigures())
             f.steps = int(p.steps or 0)

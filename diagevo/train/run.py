@@ -33,6 +33,7 @@ from diagevo.train.hf.backend import HFBackend
 from diagevo.train.mini.world import MiniErrors, truth, variants
 from diagevo.train.preflight import preflight
 from diagevo.train.sim.backend import SimBackend
+from diagevo.views.admission import admitted_rows
 from diagevo.views.checkpoints import stored_out_dir_note
 from diagevo.views.configs import CONFIG_TYPES, unusable_config
 from diagevo.views.forks import latest_run
@@ -254,7 +255,7 @@ def cause_to_audit(store: EventReader, run: str) -> str | None:
     the most recently created."""
     preferred = (CauseReactivated, CausePromoted, CauseCreated)
     last: dict[str, str] = {}
-    for e in store.rows(run, types=preferred):
+    for e in admitted_rows(store, run, types=preferred):
         match e.event:
             case CauseReactivated(cause_id=cause) | CausePromoted(cause_id=cause) | CauseCreated(cause_id=cause):
                 last[e.type] = cause

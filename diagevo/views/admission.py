@@ -13,7 +13,9 @@ the same way (:func:`~diagevo.results.runs.passed_line`).
 The fold decides the most (:attr:`~diagevo.memory.Memory.refused`, saved in each snapshot: the rows
 no reader can take, the counting and evidence rules, the order of rounds); the checkpoint, config
 and fork-marker rules read a few rows by type (:func:`~diagevo.views.checkpoints.checkpoint_log`,
-:func:`~diagevo.views.configs.config_refusals`, :func:`~diagevo.views.forks.marker_refusals`).
+:func:`~diagevo.views.configs.config_refusals`, :func:`~diagevo.views.forks.marker_refusals`), as
+does the withdrawal rule (:class:`~diagevo.views.withdrawn.Withdrawn`: a withdrawal of half a batch,
+or after the round's promotions, a diagnosis or its commit, is applied by no reader).
 Whether the fold takes a milestone or a config depends on the milestones and configs before it
 alone: those are decided from those rows (:func:`~diagevo.views.memory.bearings`), a few per round,
 without folding the causes. The admission of a run is kept per recorder until the run's head moves.
@@ -23,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, Unpack
 from weakref import WeakKeyDictionary
 
-from diagevo.log import Recorder
+from diagevo.log import Recorder, StoredEvent
+from diagevo.log.recorder import Filters
 from diagevo.log.registry import stored_problem
 from diagevo.log.stored import column_problem
 from diagevo.memory.fold import InvariantError, NotStarted
@@ -36,6 +39,7 @@ from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.configs import config_refusals
 from diagevo.views.forks import marker_refusals
 from diagevo.views.memory import load_memory
+from diagevo.views.withdrawn import Withdrawn
 
 
 class _Seq(Protocol):
@@ -88,6 +92,17 @@ def admission(store: Recorder, run: str) -> Admission:
     return found
 
 
+def admitted_rows(
+    store: Recorder, run: str, *, texts: bool = False, **filters: Unpack[Filters]
+) -> Iterator[StoredEvent]:
+    """:meth:`~diagevo.log.EventReader.rows` of ``run`` as the rules admit them: a row the run's
+    admission refuses left out, and the questions and failures a lawful withdrawal took back (the
+    round reads as if they were never recorded). The read of every reader but the log, the fold
+    and verify: an export, a dataset, the diagnosis, a report never meets a refused row."""
+    rows = admission(store, run).admitted(store.rows(run, texts=texts, **filters))
+    return Withdrawn.of(store, run).standing(rows)
+
+
 def _refusals(store: Recorder, run: str) -> tuple[Refusal, ...]:
     try:
         folded = load_memory(store, run).refused
@@ -102,6 +117,7 @@ def _refusals(store: Recorder, run: str) -> tuple[Refusal, ...]:
         *checkpoint_log(store, run).refused,
         *config_refusals(store, run),
         *marker_refusals(store, run),
+        *Withdrawn.of(store, run).refused,
     )
     found = {r.seq: r for r in folded}
     for r in ruled:

@@ -24,6 +24,7 @@ from diagevo.text.calls import validated
 from diagevo.text.urls import redact_url
 from diagevo.text.words import did_you_mean
 from diagevo.views.forks import latest_run
+from diagevo.views.withdrawn import Withdrawn
 
 VIEW = "memory"
 """The name of the memory's saved states (one per committed round: the round is the part)."""
@@ -107,7 +108,8 @@ def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | 
     fold refuses is passed over, as every reader of the memory passes it over (the run's admission
     names it)."""
     base = load_memory(store, run, after_round) if after_round else None
-    yield from taken(store.rows(run, after_seq=base.last_seq if base is not None else 0, upto_seq=upto_seq), run, base)
+    rows = taken(store.rows(run, after_seq=base.last_seq if base is not None else 0, upto_seq=upto_seq), run, base)
+    yield from Withdrawn.of(store, run).lawful(rows)  # a withdrawal the rule refuses counts nothing
 
 
 BEARINGS: tuple[type[Event], ...] = (*MILESTONES, RunConfigured)

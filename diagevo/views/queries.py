@@ -15,6 +15,7 @@ from diagevo.results.memory import CauseRow, CurrentMemory, MemoryView, NodeRow
 from diagevo.results.stats import GrpoSteps, Lifecycle, LifecycleRow, PendingRow, RunStats, StepRow
 from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
+from diagevo.views.admission import admitted_rows
 from diagevo.views.checkpoints import checkpoint_log
 from diagevo.views.memory import load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
@@ -74,7 +75,7 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
 def unknown_cause(store: EventReader, run: str, cause: str) -> UnknownCause:
     """``unknown cause 'c1' in run 'demo'``, with the cause ids of the run it most likely means
     (case aside, or close), else the command that lists them."""
-    created = of_type(CauseCreated, store.rows(run, types=(CauseCreated,)))
+    created = of_type(CauseCreated, admitted_rows(store, run, types=(CauseCreated,)))
     meant = did_you_mean(cause, (e.cause_id for e in created if isinstance(e.cause_id, str)))
     said = f"unknown cause {cause!r} in run {run!r}"
     if meant:
@@ -126,7 +127,7 @@ def steps(store: Recorder, run: str | None = None) -> GrpoSteps:
     """Every GRPO step the run logged (``train.step``), in log order: ``steps`` rows of
     :func:`step_row`; ``fields``: the TRL fields present, those of :data:`STEP_FIELDS` first."""
     run_id = resolve_run(store, run)
-    rows = [step_of(e.round, cast(TrainStep, e.event)) for e in store.read(run_id, types=(TrainStep,))]
+    rows = [step_of(e.round, cast(TrainStep, e.event)) for e in admitted_rows(store, run_id, types=(TrainStep,))]
     seen = dict.fromkeys(k for r in rows for k in r.figures)
     fields = [f for f in STEP_FIELDS if f in seen] + sorted(f for f in seen if f not in STEP_FIELDS)
     return GrpoSteps(run=run_id, steps=rows, fields=fields)

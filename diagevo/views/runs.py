@@ -35,7 +35,7 @@ from diagevo.errors import BadInput
 from diagevo.log import Recorder
 from diagevo.results import Json
 from diagevo.text.calls import validated
-from diagevo.views.admission import admission
+from diagevo.views.admission import admission, admitted_rows
 from diagevo.views.forks import fork_marker, whatif_settings
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunTagged, RunNoted)
@@ -135,7 +135,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     notes: list[str] = []
     trainer: str | None = None
     forked_at: int | None = None
-    for e in store.read(run, types=_READ):
+    for e in admitted_rows(store, run, types=_READ):  # a refused row (a forged note, a commit) is none of it
         match e.event:
             case RunStarted(config=run_config, trainer=name):
                 config = dict(run_config)

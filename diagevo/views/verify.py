@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from diagevo.catalog import CATALOG, BatchWithdrawn, NewerEvent, RoundCommitted, RunForked
+from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
 from diagevo.log.checks import PASSED, checked_rows
@@ -22,7 +22,7 @@ from diagevo.text.calls import validated
 from diagevo.views import INDEX_VIEW, memory, stats
 from diagevo.views.configs import config_problems, recovery
 from diagevo.views.forks import fork_copy_problem, fork_source_problem, is_whatif, opening_problem
-from diagevo.views.withdrawn import recorded_batches
+from diagevo.views.withdrawn import Withdrawn
 
 VIEWS = (memory.VIEW, stats.VIEW, INDEX_VIEW)
 
@@ -55,7 +55,7 @@ def verdict(store: Recorder, run: str) -> Verdict:
             problems.append(f"invariant: {checked.invariant}{how}")
         problems += [f"seq {b.at}: {b.rule}: {b.reason}{how}" for b in checked.breaks]
         problems += forked_problems(store, run)
-        problems += withdrawal_problems(store, run)
+        problems += [f"seq {r.seq}: {r.why}" for r in Withdrawn.of(store, run).refused]
         # a config the fold accepts (k is positive) that its readers refuse; one the fold
         # refused is named once, by the fold
         named = "\n".join(problems)
@@ -79,9 +79,10 @@ def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.R
     version newer than its class stops the fold, as it stops every reader (:class:`NewerEvent`),
     unless a row past it is one the fold cannot read."""
     rows = checked_rows(store, run, problems)
+    refused = {r.seq for r in Withdrawn.of(store, run).refused}  # counted by no reader
 
     def took(row: StoredEvent) -> None:
-        if row.seq <= upto:
+        if row.seq <= upto and row.seq not in refused:
             counts.add(row)
 
     try:
@@ -114,25 +115,6 @@ def way_back(store: EventReader, run: str, seq: int | None) -> tuple[str, Call |
         return "", None
     how, fork = recovery(store, run, event)
     return f"; {how}", fork
-
-
-def withdrawal_problems(store: EventReader, run: str) -> list[str]:
-    """Each ``batch.withdrawn`` of ``run`` that takes back no recorded batch whole (a range that
-    cuts one or runs into the next: a forged row, since a withdrawal is decided against the
-    recorded batches, :func:`~diagevo.views.withdrawn.recorded_batches`)."""
-    out: list[str] = []
-    batches: dict[int, list[tuple[int, int]]] = {}  # each round's recorded batches, read once
-    for row in store.rows(run, types=(BatchWithdrawn,)):
-        taken = cast(BatchWithdrawn, row.event)
-        span = (taken.first_seq, taken.last_seq)
-        if row.round not in batches:
-            batches[row.round] = recorded_batches(store, run, row.round)
-        if span not in batches[row.round]:
-            out.append(
-                f"seq {row.seq}: batch.withdrawn takes back seqs {span[0]}-{span[1]} of round {row.round}, "
-                "not one recorded batch whole (the round reads half of a batch)"
-            )
-    return out
 
 
 def forked_problems(store: EventReader, run: str) -> list[str]:

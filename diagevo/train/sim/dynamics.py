@@ -46,6 +46,7 @@ from diagevo.train.sim.backend import SimBackend, label_is_right, read_state
 from diagevo.train.sim.measures import bigram_diversity, share_covered, skill_coverage
 from diagevo.train.sim.text import boxed
 from diagevo.train.sim.world import SimQuestion
+from diagevo.views.admission import admitted_rows
 from diagevo.views.checkpoints import checkpoint_log, checkpoint_path
 from diagevo.views.memory import committed_rounds, load_memory
 
@@ -83,7 +84,7 @@ def run_measures(
     text_of: dict[str, str] = {}
     care: dict[int, float] = {}
     kinds = (QuestionGenerated, QuestionScored, CausePromoted, CauseReactivated, PhaseCompleted)
-    for e in store.read(run, types=kinds, texts=True):
+    for e in admitted_rows(store, run, types=kinds, texts=True):
         match e.event:
             case PhaseCompleted(phase="solver", care=int() | float() as solver_care):
                 care[e.round] = float(solver_care)
