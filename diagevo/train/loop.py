@@ -61,6 +61,7 @@ from diagevo.train.config import Config
 from diagevo.train.folders import RunFolders
 from diagevo.train.labels import LABEL_FIELDS, audit_labels, in_wrong_share, wrong_label
 from diagevo.train.tracking import Tracker, open_tracker
+from diagevo.views.admission import admitted_rows
 from diagevo.views.checkpoints import checkpoint_log, resume_checkpoint
 from diagevo.views.index import VectorIndex, kept_index_path
 from diagevo.views.memory import committed_rounds
@@ -218,7 +219,7 @@ class Trainer:
     def needed_rounds(self) -> set[int]:
         """Rounds of this run whose checkpoints are still needed: a fork's round (its resume loads
         them) and a selected checkpoint's."""
-        rounds = {e.round for e in self.store.read(self.run, types=(CheckpointSelected,))}
+        rounds = {e.round for e in admitted_rows(self.store, self.run, types=(CheckpointSelected,))}
         for other in self.store.runs():
             if other == self.run:
                 continue
@@ -234,7 +235,7 @@ class Trainer:
         rows = take() if take is not None and phase in ("challenger", "solver") else []
         if not rows:
             return []
-        steps = of_type(TrainStep, self.store.rows(self.run, types=(TrainStep,)))
+        steps = of_type(TrainStep, admitted_rows(self.store, self.run, types=(TrainStep,)))
         before = max((s.global_step for s in steps if s.role == phase), default=0)
         return [
             rnd.event(f"step/{phase}/{step}", TrainStep(role=phase, step=step, global_step=before + step, metrics=row))

@@ -40,11 +40,11 @@ from diagevo.catalog.failure import Failure
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_scores
 from diagevo.errors import Argument, BadInput, NotFound
-from diagevo.log import EventReader
+from diagevo.log import EventReader, Recorder
 from diagevo.rounds import LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
 from diagevo.text.parsing import error_line, file_lines, loads_object, quoted
-from diagevo.views.withdrawn import Withdrawn
+from diagevo.views.admission import admitted_rows
 
 MANIFEST = "verl.json"
 """The manifest ``diagevo export verl`` writes beside its files: what a dump must match."""
@@ -303,14 +303,14 @@ class DumpTie:
             )
 
 
-def earlier_failures(store: EventReader, run: str, t: int) -> dict[tuple[str, str, str], int]:
+def earlier_failures(store: Recorder, run: str, t: int) -> dict[tuple[str, str, str], int]:
     """(question text, place, response) of each failure recorded in another round of ``run``
     than ``t`` (its place: what its id says after the question's, ``s3-0`` for one read from a
     dump), words normalised, and the round (the first that recorded it)."""
-    asked = ((e.round, e.event) for e in store.read(run, types=(QuestionGenerated,), texts=True))
+    asked = ((e.round, e.event) for e in admitted_rows(store, run, types=(QuestionGenerated,), texts=True))
     texts = {q.question_id: q.text for r, q in asked if r != t and isinstance(q, QuestionGenerated)}
     out: dict[tuple[str, str, str], int] = {}
-    for e in Withdrawn.of(store, run).standing(store.read(run, types=(FailureRecorded,), texts=True)):
+    for e in admitted_rows(store, run, types=(FailureRecorded,), texts=True):  # a withdrawn one: never recorded
         f = e.event
         if e.round != t and isinstance(f, FailureRecorded) and f.question_id in texts:
             place = f.failure_id.removeprefix(f"{f.question_id}-")
