@@ -14,22 +14,39 @@ out the hostile answers of a minute and more before). After is the default check
   forms (:func:`hostile`), each response checked under its own limits (issue 83): time against
   the clean batch's, in this run, and the count of honest responses scored otherwise than in the
   clean batch (targets: 10 % at most 3x, and none);
-- the wait of fast symbolic answers sent from a second thread while a slow one is checked.
+- the wait of fast symbolic answers sent from a second thread while a slow one is checked;
+- ``--twice`` (issue 92): the ordinary batch scored twice, on two fresh checkers: in order, then
+  shuffled under a busy loop on every core, alone and with 10 % hostile company; the count of
+  honest responses whose verdict differs between the runs (target: none).
 
-Run: ``.venv/bin/python benchmarks/bench_answercheck.py [--quick] [--shares] [--batch N]``
+The ordinary responses are plain numbers and symbolic answers: the three forms of the worker's
+first warm-up, eleven more (:func:`beyond_warm_up`: logarithms, inverse trigonometry, intervals,
+a set with ``\\pm``, an angle, a vector, a union, units in text, a polar point, shaped on
+MATH-500's answers), and the agreeing pairs of math-verify's own suite. ``--shares`` adds a 10 %
+of hostile answers all of forms that no rule refuses, each then checked by math-verify until a
+limit stops it. ``--busy`` keeps a busy loop on every core through the whole run.
+
+Run: ``.venv/bin/python benchmarks/bench_answercheck.py [--quick] [--shares] [--twice] [--busy] [--batch N]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
+import random
+import re
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import diagevo.curriculum.equivalence as equivalence
-from diagevo.curriculum.answers import MAX_ANSWER_CHARS
+from diagevo.curriculum.answers import MAX_ANSWER_CHARS, extract_answer, plausible_final_answer
 from diagevo.curriculum.equivalence import EquivalenceChecker
 from diagevo.verl import compute_score
 
@@ -63,11 +80,50 @@ def warm(chk: EquivalenceChecker) -> EquivalenceChecker:
     return chk
 
 
+def beyond_warm_up(k: int) -> list[tuple[str, str]]:
+    """(response, label) pairs that agree, of forms the worker's first warm-up did not hold,
+    shaped on MATH-500's answers and issue 92's: each cost a child that had not met it up to
+    580,000 calls."""
+    return [
+        (f"\\frac{{\\ln {k + 38}}}{{\\ln 2}}", f"\\log_{{2}} {k + 38}"),
+        (f"\\tan^{{-1}}({k})", f"\\arctan({k})"),
+        (f"x \\in [0, {k})", f"[0,{k})"),
+        (f"\\{{-2, 1+\\sqrt{{{k}}}, 1-\\sqrt{{{k}}}\\}}", f"\\{{1\\pm\\sqrt{{{k}}},-2\\}}"),
+        (f"{k + 10}", f"{k + 10}^\\circ"),
+        (
+            f"\\begin{{pmatrix}}-\\frac{{1}}{{{k}}}\\\\\\frac{{2}}{{{k}}}\\end{{pmatrix}}",
+            f"\\begin{{pmatrix}}-1/{k}\\\\2/{k}\\end{{pmatrix}}",
+        ),
+        (f"(-\\infty,{k})\\cup({k + 1},\\infty)", f"(-\\infty, {k}) \\cup ({k + 1}, \\infty)"),
+        (f"[\\pi^2/{k}, 5\\pi^2/4]", f"\\left[ \\frac{{\\pi^2}}{{{k}}}, \\frac{{5 \\pi^2}}{{4}} \\right]"),
+        (f"{k}.4", f"{k}.4 \\text{{ cents}}"),
+        (f"1+\\sqrt{{{k + 17}}}, 1-\\sqrt{{{k + 17}}}", f"1 \\pm \\sqrt{{{k + 17}}}"),
+        (f"(3, \\pi/{k})", f"\\left( 3, \\frac{{\\pi}}{{{k}}} \\right)"),
+    ]
+
+
+_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+
+
+def _final(text: str) -> str:
+    """The answer a boxed response giving ``text`` would give (as the suite's test reads it)."""
+    if "\\boxed" in text:
+        return extract_answer(text) or ""
+    spans = [next(g for g in m.groups() if g is not None) for m in _SPAN.finditer(text)]
+    return spans[-1] if spans else text
+
+
+PAIRS_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "math_verify_pairs.json"
+SUITE = [(_final(p["pred"]), _final(p["gold"])) for p in json.loads(PAIRS_FILE.read_text())["pairs"] if p["expected"]]
+"""(response, label): math-verify's own pairs that agree (174 of its 210)."""
+
+
 def batch(n: int, hostile_every: int) -> list[tuple[str, str]]:
     """(response, label) pairs: every ``hostile_every``-th answer hostile (the integral, refused,
     and the one cut by the limit in turn, each in another variable, so that no failed pair is
     skipped as seen before; the limit of a minute would make before take an hour), 70 % of the
-    rest plain numbers, 30 % symbolic."""
+    rest plain numbers, 30 % symbolic: the warm-up's three forms, :func:`beyond_warm_up`'s
+    eleven and math-verify's agreeing pairs in turn."""
     out = []
     for i in range(n):
         k = i % 97 + 2
@@ -78,11 +134,14 @@ def batch(n: int, hostile_every: int) -> list[tuple[str, str]]:
         elif i % 10 < 7:
             answer, label = str(k * 3 + i % 2), str(k * 3)
         else:
-            answer, label = [
+            forms = [
                 (f"\\sqrt{{{k}}}/2", f"\\frac{{\\sqrt{{{k}}}}}{{2}}"),
                 (f"x(x+{k})", f"x^2+{k}x"),
                 (f"\\frac{{1}}{{\\sqrt{{{k}}}}}", f"\\frac{{\\sqrt{{{k}}}}}{{{k}}}"),
-            ][i % 3]
+                *beyond_warm_up(k),
+                SUITE[i // 15 % len(SUITE)],
+            ]
+            answer, label = forms[i % len(forms)]
         out.append((f"So the answer is \\boxed{{{answer}}}.", label))
     return out
 
@@ -117,14 +176,20 @@ def hostile(i: int) -> str:
     ][i % FORMS]
 
 
-def mixed(n: int, share: float) -> list[tuple[str, str]]:
+def reaching(count: int) -> list[str]:
+    """The first ``count`` hostile answers that no rule refuses: each reaches math-verify."""
+    return [h for h in map(hostile, range(4 * count + FORMS)) if plausible_final_answer(h)][:count]
+
+
+def mixed(n: int, share: float, reach: bool = False) -> list[tuple[str, str]]:
     """``batch(n)``'s ordinary responses with ``share`` of them, evenly spread, replaced by
-    hostile answers (each text once)."""
+    hostile answers (each text once; ``reach``: only those no rule refuses)."""
     pairs = batch(n, n + 1)  # no hostile answer of the old kind
     count = round(n * share)
-    for j in range(count):
+    texts = reaching(count) if reach else [hostile(j) for j in range(count)]
+    for j, text in enumerate(texts):
         i = j * n // count
-        pairs[i] = (f"So the answer is \\boxed{{{hostile(j)}}}.", pairs[i][1])
+        pairs[i] = (f"So the answer is \\boxed{{{text}}}.", pairs[i][1])
     return pairs
 
 
@@ -133,9 +198,9 @@ def shares(n: int) -> None:
     against the clean batch's, and how many honest responses (those not replaced) were scored
     otherwise than in the clean batch (targets: 10 % at most 3x, and none)."""
     clean_s, clean_scores, base = 0.0, [], mixed(n, 0.0)
-    for share in (0.0, 0.01, 0.10):
+    for share, reach in ((0.0, False), (0.01, False), (0.10, False), (0.10, True)):
         chk = warm(EquivalenceChecker())
-        pairs = mixed(n, share)
+        pairs = mixed(n, share, reach)
         scores: list[float] = []
         seconds = timed(lambda c=chk, p=pairs, out=scores: out.extend(score(c, p)))
         clean_s, clean_scores = clean_s or seconds, clean_scores or scores
@@ -143,7 +208,8 @@ def shares(n: int) -> None:
         moved = sum(scores[i] != clean_scores[i] for i in honest)
         stats = chk.stats.snapshot()
         print(
-            f"{share:4.0%} hostile of {n}: {seconds:.1f} s ({seconds / clean_s:.2f}x the clean batch); "
+            f"{share:4.0%} hostile{' (all reach math-verify)' if reach else ''} of {n}: {seconds:.1f} s "
+            f"({seconds / clean_s:.2f}x the clean batch); "
             f"{moved} of {len(honest)} honest responses scored otherwise than clean; "
             f"skipped {stats['skipped']}, timeouts {stats['timeouts']}, out_of_budget {stats['out_of_budget']}, "
             f"marked {stats['marked']}, starts {stats['starts']}; worker CPU {chk.cpu_spent:.1f} s"
@@ -151,17 +217,62 @@ def shares(n: int) -> None:
         chk.close()
 
 
-def score(chk: EquivalenceChecker, pairs: list[tuple[str, str]]) -> list[float]:
+def score(chk: EquivalenceChecker, pairs: list[tuple[str, str]]) -> list[tuple[float, float]]:
     """verl's calls of ``compute_score``, one response at a time, with ``chk`` as the process's
-    checker: each response's score."""
+    checker: each response's score and whether it was checked."""
     equivalence._default = chk
     try:
         return [
-            float(compute_score("diagevo/solver", response, label, {"question_id": f"q{i}"})["score"])
+            (float(got["score"]), float(got["checked"]))
             for i, (response, label) in enumerate(pairs)
+            if (got := compute_score("diagevo/solver", response, label, {"question_id": f"q{i}"}))
         ]
     finally:
         equivalence._default = None
+
+
+@contextlib.contextmanager
+def busy(on: bool = True) -> Iterator[None]:
+    """A busy loop on every core (``os.cpu_count()`` processes) while the block runs."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range((os.cpu_count() or 1) * on)]
+    try:
+        yield
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+
+
+def twice(n: int) -> None:
+    """The ordinary batch of ``n`` scored on a fresh checker in order, then on fresh checkers again,
+    shuffled, under a busy loop on every core: alone, and with 10 % hostile answers among them (of
+    forms no rule refuses).
+    How many honest responses got another score than the first time (target: none), how many were
+    unchecked, and the time of each run (with hostile company, against alone, under the same load)."""
+    honest = batch(n, n + 1)
+    chk = warm(EquivalenceChecker())
+    first: list[tuple[float, float]] = []
+    seconds = timed(lambda: first.extend(score(chk, honest)))
+    chk.close()
+    unchecked = sum(not checked for _, checked in first)
+    print(f"twice, {n} honest responses: in order {seconds:.1f} s, {unchecked} unchecked")
+    alone_s = 0.0
+    for share in (0.0, 0.10):
+        company = [(-1, (f"\\boxed{{{h}}}", "1")) for h in reaching(round(n * share))]
+        pairs = list(enumerate(honest)) + company
+        random.Random(92).shuffle(pairs)
+        with busy():
+            chk = warm(EquivalenceChecker())
+            again: list[tuple[float, float]] = []
+            seconds = timed(lambda c=chk, p=pairs, out=again: out.extend(score(c, [x for _, x in p])))
+        chk.close()
+        moved = sum(got != first[i] for (i, _), got in zip(pairs, again, strict=True) if i >= 0)
+        alone_s = alone_s or seconds
+        print(
+            f"  shuffled, busy loop on {os.cpu_count()} cores, {share:.0%} hostile: {seconds:.1f} s "
+            f"({seconds / alone_s:.2f}x alone); {moved} of {n} honest responses scored otherwise; "
+            f"worker CPU {chk.cpu_spent:.1f} s, {chk.stats.snapshot()}"
+        )
 
 
 def fast_beside_slow(chk: EquivalenceChecker, n: int, slow: bool = True) -> float:
@@ -184,12 +295,21 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="leave out the hostile answers before (minutes)")
     ap.add_argument("--batch", type=int, default=2048)
     ap.add_argument("--shares", action="store_true", help="only the 0/1/10 %% hostile batches")
+    ap.add_argument("--twice", action="store_true", help="only the batch scored twice (issue 92)")
+    ap.add_argument("--busy", action="store_true", help="a busy loop on every core through the run")
     args = ap.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f}")
-    shares(args.batch)
-    if args.shares:
-        return
+    with busy(args.busy):
+        print(f"load average {os.getloadavg()[0]:.1f}{', a busy loop on every core' if args.busy else ''}")
+        if args.twice:
+            return twice(args.batch)
+        shares(args.batch)
+        if args.shares:
+            return
+        rest(args)
 
+
+def rest(args: argparse.Namespace) -> None:
+    """The hostile answers one at a time, before and after; a verl-sized batch; the waits."""
     after = warm(EquivalenceChecker())
     old = warm(before())
     for name, (gold, answer) in {"\\lim": ("1", LIM), "\\int": ("1", INT), "sin^99": (SLOW, "0")}.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -429,3 +430,56 @@ def test_two_stage_parsing_costs_a_fresh_child_less() -> None:
     full = steps([sys.executable, "-c", _LL_ONLY, str(WORKER)])
     assert all(a < b for a, b in zip(two, full, strict=True)), (two, full)
     assert sum(two) <= 0.75 * sum(full), (two, full)
+
+
+def honest_forms(k: int) -> list[tuple[str, str]]:
+    """(label, response) pairs that agree, of forms beyond the few the worker warms up with in its
+    first version (issue 92): a logarithm, inverse trigonometry, intervals, a set with ``\\pm``,
+    an angle, a column vector, a union, units in text, a polar point."""
+    return [
+        (f"\\log_{{2}} {k + 38}", f"\\frac{{\\ln {k + 38}}}{{\\ln 2}}"),
+        (f"\\arctan({k})", f"\\tan^{{-1}}({k})"),
+        (f"[0,{k})", f"x \\in [0, {k})"),
+        (f"\\{{1\\pm\\sqrt{{{k}}},-2\\}}", f"\\{{-2, 1+\\sqrt{{{k}}}, 1-\\sqrt{{{k}}}\\}}"),
+        (f"{k + 10}^\\circ", f"{k + 10}"),
+        (
+            f"\\begin{{pmatrix}}-1/{k}\\\\2/{k}\\end{{pmatrix}}",
+            f"\\begin{{pmatrix}}-\\frac{{1}}{{{k}}}\\\\\\frac{{2}}{{{k}}}\\end{{pmatrix}}",
+        ),
+        (f"(-\\infty, {k}) \\cup ({k + 1}, \\infty)", f"(-\\infty,{k})\\cup({k + 1},\\infty)"),
+        (f"\\left[ \\frac{{\\pi^2}}{{{k}}}, \\frac{{5 \\pi^2}}{{4}} \\right]", f"[\\pi^2/{k}, 5\\pi^2/4]"),
+        (f"{k}.4 \\text{{ cents}}", f"{k}.4"),
+        (f"1 \\pm \\sqrt{{{k + 17}}}", f"1+\\sqrt{{{k + 17}}}, 1-\\sqrt{{{k + 17}}}"),
+        (f"\\left( 3, \\frac{{\\pi}}{{{k}}} \\right)", f"(3, \\pi/{k})"),
+    ]
+
+
+def test_a_responses_verdict_is_a_function_of_the_pair() -> None:
+    """Issue 92: honest answers of forms beyond the warm-up, scored under one response's limits
+    (the reward's) on a fresh checker in order, and again on another that has checked other
+    answers of the same forms, with hostile answers among them (cut by their limits) and the
+    order shuffled, beside a busy process: every verdict the same, and every one "agrees". Before,
+    the first answer of each form in a child paid the form's first use and passed its limits
+    (-1, and marked for good), a later one did not."""
+    pairs = [(answer, label) for k in (9, 14) for label, answer in honest_forms(k)]
+    chk = EquivalenceChecker()
+    try:
+        first = [verdict(a, lab, chk, RESPONSE) for a, lab in pairs]
+    finally:
+        chk.close()
+    company = [(a, lab) for k in (5, 6) for lab, a in honest_forms(k)] + [(SLOW, "0"), ("\\binom{y+61}{61}", "45")]
+    again = pairs + company
+    random.Random(92).shuffle(again)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    chk = EquivalenceChecker()
+    try:
+        for a, lab in company:  # a checker that has met the forms, and hostile answers, before
+            verdict(a, lab, chk, RESPONSE)
+        second = dict(((a, lab), verdict(a, lab, chk, RESPONSE)) for a, lab in again)
+        assert chk.stats.over_budget + chk.stats.timeouts >= 2  # the hostile answers were cut
+    finally:
+        busy.kill()
+        busy.wait()
+        chk.close()
+    assert [second[p] for p in pairs] == first
+    assert first == [True] * len(pairs)

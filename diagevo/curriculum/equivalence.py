@@ -15,11 +15,14 @@ two bounds:
 An answer whose parse or check passes either bound is marked and never sent again (a memo of
 :data:`MEMO_TEXTS` texts, kept in this process, so a worker restart does not forget it); the
 rules of :mod:`diagevo.curriculum.costs` refuse, from the values it writes, what would pass
-them. And a group of checks has a CPU budget (:meth:`EquivalenceChecker.budget`: the votes of a
-question; and every :data:`BATCH_CHECKS` checks, a verl batch of ``compute_score`` calls, earn
-:data:`BATCH_CPU_S`): once it is spent the remaining symbolic checks are "different" unchecked,
-counted in ``out_of_budget``. So the CPU a batch can lose to hostile answers is bounded, not
-paid again for each of them.
+them. A response's check for the reward (its own limits, :data:`RESPONSE`) is instead a function
+of the pair: counted from the worker's warm state in a child that served nothing before, and
+remembered for the pair alone (:meth:`EquivalenceChecker._fresh_verify`). And a group of checks
+has a CPU budget (:meth:`EquivalenceChecker.budget`: the votes of a question; and every
+:data:`BATCH_CHECKS` checks, a verl batch of ``compute_score`` calls, earn :data:`BATCH_CPU_S`):
+once it is spent the remaining symbolic checks are "different" unchecked, counted in
+``out_of_budget``. So the CPU a batch can lose to hostile answers is bounded, not paid again for
+each of them.
 
 ``timeout_s`` is a wall-clock backstop for a worker that stops answering. Nothing raises into
 the caller. Checks run on a small pool of workers, one check per worker at a time, so a fast
@@ -64,13 +67,22 @@ MEMO_TEXTS = 4096  # answers over a limit remembered (the oldest forgotten first
 BATCH_CHECKS = 2048  # checks that earn one batch's CPU budget (a verl batch of compute_score calls)
 BATCH_CPU_S = 24.0  # worker CPU seconds per BATCH_CHECKS checks (the benchmark's clean batch: 6)
 VOTES_CPU_S = 10.0  # worker CPU seconds the votes of one question may spend
-RESPONSE = Limits(parse_steps=100_000, verify_steps=150_000, cpu_s=0.1)
+RESPONSE = Limits(parse_steps=200_000, verify_steps=150_000, cpu_s=0.4)
 """One response's own limits, for its parse and for its verify against the label (the reward's
-check, :func:`verdict` with ``limits=RESPONSE``): past them the response is unchecked, whatever
-the others cost. The answers of the benchmark's clean batch need at most 210,000 calls and 0.2 s
-an operation; those of math-verify's own suite 400,000 calls and 0.6 s."""
+check, :func:`verdict` with ``limits=RESPONSE``, counted from the worker's warm state): past them
+the response is unchecked, whatever the others cost. The calls decide; the CPU limit is a backstop
+for the work they miss (a call into C that runs long), set where no honest operation comes near
+it: the answers of the benchmark's forms and of math-verify's pairs use at most 1.6 microseconds
+a call and 0.16 s an operation within these calls (1.5 times that beside 15 busy processes), while
+``\\sin(x)^{99}-x^{99}`` (4 microseconds a call) is cut there. The largest honest costs: 169,000
+calls to parse ``[\\pi^2/8, 5\\pi^2/4]`` (full-context prediction, each time), 130,000 to verify
+two equations of a line; 187 of math-verify's 210 pairs agree with it under these calls
+(``tests/test_curriculum_math_verify_pairs.py``)."""
 
-Failure = Literal["unavailable", "failed", "over budget", "over limit"]  # why an operation has no answer
+_UNKNOWN = object()  # no verdict remembered for a pair
+Failure = Literal["unavailable", "lost", "failed", "over budget", "over limit"]
+"""Why an operation has no answer: no worker (the request is not to blame); the worker's child
+died or stopped answering (``lost``); math-verify raised; a limit passed."""
 Verdict = bool | None
 """Whether two answers are the same object; None where the check ended without deciding (a limit
 or a budget passed, the worker failed): "unchecked"."""
@@ -80,7 +92,7 @@ or a budget passed, the worker failed): "unchecked"."""
 class CheckStats:
     """Counters of the equivalence checks (a metric: read with :meth:`snapshot`)."""
 
-    fast: int = 0  # equivalent() calls decided by key or rational value, no math-verify
+    fast: int = 0  # decided without math-verify: by key, rational value, or a response's remembered verdict
     parses: int = 0  # math-verify parse operations sent
     verifies: int = 0  # math-verify verify operations sent
     unparsed: int = 0  # math-verify found no expression (compared as strings only)
@@ -115,23 +127,26 @@ class Budget:
 
 
 class _Memo:
-    """The last ``size`` texts that passed a limit, each with the limits it passed: bounded, the
-    oldest forgotten first."""
+    """The last ``size`` keys remembered, each with a value: bounded, the oldest forgotten first.
+    Texts that passed a limit (with the limits they passed), and the verdicts of pairs."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._texts: OrderedDict[tuple[str, Limits], None] = OrderedDict()
+        self._keys: OrderedDict[Any, Any] = OrderedDict()
 
-    def __contains__(self, text: object) -> bool:
-        return text in self._texts
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
 
-    def add(self, text: tuple[str, Limits]) -> bool:
-        """Remember ``text``; whether it is new."""
-        new = text not in self._texts
-        self._texts[text] = None
-        self._texts.move_to_end(text)
-        while len(self._texts) > self.size:
-            self._texts.popitem(last=False)
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._keys.get(key, default)
+
+    def add(self, key: Any, value: Any = None) -> bool:
+        """Remember ``key`` (with ``value``); whether it is new."""
+        new = key not in self._keys
+        self._keys[key] = value
+        self._keys.move_to_end(key)
+        while len(self._keys) > self.size:
+            self._keys.popitem(last=False)
         return new
 
 
@@ -147,11 +162,13 @@ class _Worker:
     pid: int = 0  # the process that started it (a forked child must not use it)
     ready: bool = False
     busy: bool = False  # a check holds it
+    fresh: bool = True  # its child (or the next, when none runs) has served nothing: see _fresh_verify
     buf: bytes = b""
     parse_ids: dict[str, tuple[int, bool]] = field(default_factory=dict)  # text -> (id, parsed ok)
 
     def start(self, command: list[str]) -> bool:
         self.ready = False
+        self.fresh = True
         self.buf = b""
         self.parse_ids.clear()
         self.pid = os.getpid()
@@ -252,7 +269,7 @@ class EquivalenceChecker:
         self._pool: list[_Worker] = []
         self._ids = itertools.count(1)  # names of parsed answers in the workers (never 0, never False)
         self._bad = _Memo(MEMO_TEXTS)  # (text, limits) over a limit, or whose parse raised: never sent again
-        self._bad_pairs: set[tuple[str, str, Limits]] = set()
+        self._pairs = _Memo(max_cached)  # (a, b, limits) -> verdict: a response's check, a failed verify
         self._verify_failures: dict[str, int] = {}
         self._cleared: set[str] = set()  # texts in a verify that ended within its limits
         self.batch_cpu_s = batch_cpu_s
@@ -281,11 +298,10 @@ class EquivalenceChecker:
         finally:
             stack.remove(scope)
 
-    def _spent(self, own: bool = False) -> bool:
-        """Whether a budget of this check is spent (the caller holds the lock); ``own``: a check
-        under its own limits, which the batch budget does not cover."""
+    def _spent(self) -> bool:
+        """Whether a budget of this check is spent (the caller holds the lock)."""
         stack: list[Budget] = self._scopes.__dict__.get("stack", [])
-        return (self._in_hand <= 0 and not own) or any(b.exhausted for b in stack)
+        return self._in_hand <= 0 or any(b.exhausted for b in stack)
 
     def _charge(self, cpu_s: float, limits: Limits) -> None:
         """Charge an operation to the open budgets, and to the batch's unless it ran under its own
@@ -390,12 +406,12 @@ class EquivalenceChecker:
             over_limit = self._restart(w)
             self._count("timeouts" if over_limit else "errors")
             self._charge(limits.cpu_s if over_limit else 0.0, limits)
-            return "over limit" if over_limit else "failed"
+            return "over limit" if over_limit else "lost"
         if reply is None:
             self._count("timeouts")
             self._restart(w)
             self._charge(limits.cpu_s or self.timeout_s, limits)
-            return "failed"
+            return "lost"
         self._charge(limits.cpu_s if reply.get("error") == "limit" else float(reply.get("cpu", 0.0)), limits)
         if "error" in reply:
             return self._failure(w, reply["error"])
@@ -406,16 +422,18 @@ class EquivalenceChecker:
         and another took its place (the fork server), without the answers it had parsed."""
         if error in ("limit", "died"):
             w.parse_ids.clear()
+            w.fresh = True
             self._count("timeouts" if error == "limit" else "errors")
-            return "over limit" if error == "limit" else "failed"
+            return "over limit" if error == "limit" else "lost"
         over = error == "budget"
         self._count("over_budget" if over else "errors")
         return "over budget" if over else "failed"
 
     # -- checks ----------------------------------------------------------------------------
-    def _parse(self, w: _Worker, text: str, limits: Limits) -> int | Literal[False] | None:
+    def _parse(self, w: _Worker, text: str, limits: Limits, mark: bool = True) -> int | Literal[False] | Failure:
         """``w``'s id of the parsed ``text``; False when math-verify finds no expression in it (a
-        decision); None when the parse failed or passed ``limits`` (no decision)."""
+        decision); why not where the parse failed or passed ``limits`` (no decision), the text then
+        marked, unless ``mark`` is False or no worker was to be had."""
         cached = w.parse_ids.get(text)
         if cached is not None:  # a parse that ended is the same under any limits
             return cached[0] if cached[1] else False
@@ -425,10 +443,10 @@ class EquivalenceChecker:
         self._count("parses")
         ok = self._call(w, {"op": "parse", "id": pid, "text": text}, limits)
         if not isinstance(ok, bool):
-            if ok != "unavailable":  # the text is to blame: never sent again under these limits
+            if mark and ok != "unavailable":  # the text is to blame: never sent again under these limits
                 with self._lock:
                     self._mark(limits, text)
-            return None
+            return ok
         if not ok:
             self._count("unparsed")
         if w.proc is not None and w.ready:
@@ -438,44 +456,93 @@ class EquivalenceChecker:
     def symbolic_equal(self, a: str, b: str, limits: Limits | None = None) -> Verdict:
         """math-verify's verdict on two normalised answers (``a`` is the gold side, parsed under
         the worker's own limits; ``b`` is parsed and the two verified under ``limits``, the worker's
-        own when None).
+        own when None). Different (False) without a check: an answer that cannot be a final answer.
 
-        Unchecked (None): a pair whose verify failed, or an answer marked after passing a limit (see
-        :meth:`_blame`) or in two verifies that raised; once a budget of the check is spent
-        (``out_of_budget``). A check under its own ``limits`` (one response's) draws on no batch
-        budget, so no other response's answer can spend what it may spend. Different (False)
-        without a check: an answer that cannot be a final answer."""
+        Under the worker's own limits (a label's, a vote's, a benchmark's gold) the worker reuses
+        what it parsed before; unchecked (None): a pair whose verify failed, an answer marked after
+        passing a limit (see :meth:`_blame`) or in two verifies that raised, and every pair once a
+        budget of the check is spent (``out_of_budget``).
+
+        Under limits of its own (one response's, :data:`RESPONSE`: the reward's) the verdict is a
+        function of the pair (:meth:`_fresh_verify`): it draws on no budget, reads no mark another
+        check left, and is remembered for the pair alone."""
         limits = limits or self.limits
+        own = limits != self.limits
         with self._lock:
             if not (plausible_final_answer(a) and plausible_final_answer(b)):
                 self.stats.skipped += 1
                 return False
-            if (a, b, limits) in self._bad_pairs or (a, self.limits) in self._bad or (b, limits) in self._bad:
-                self.stats.skipped += 1
-                return None
-            if self._spent(own=limits != self.limits):
+            known = self._pairs.get((a, b, limits), self._pairs.get((a, "", limits), _UNKNOWN))
+            if known is _UNKNOWN and not own and ((a, self.limits) in self._bad or (b, limits) in self._bad):
+                known = None
+            if known is not _UNKNOWN:
+                if known is None:
+                    self.stats.skipped += 1
+                else:
+                    self.stats.fast += 1  # a response's verdict, remembered
+                return known
+            if not own and self._spent():
                 self.stats.out_of_budget += 1
                 return None
         w = self._acquire()
         try:
-            return self._verify(w, a, b, limits)
+            return self._fresh_verify(w, a, b, limits) if own else self._verify(w, a, b)
         finally:
             self._release(w)
 
-    def _verify(self, w: _Worker, a: str, b: str, limits: Limits) -> Verdict:
+    def _fresh_verify(self, w: _Worker, a: str, b: str, limits: Limits) -> Verdict:
+        """One response's check, counted from the fork server's warm state: in a child that has
+        served nothing (a ``fresh`` request ends one that has), the label parsed under the worker's
+        own limits, then the response, and the two verified under ``limits``.
+
+        Why: what an operation spends depends on what its process met before (ANTLR's prediction
+        tables, sympy's caches beyond ``clear_cache``, the regex cache, math-verify's own), so
+        whether an honest answer passed its limits depended on the answers checked before it (the
+        same clean batch scored twice gave 28 different verdicts). From one state, in workers alike
+        (:func:`~diagevo.curriculum.mathverify_worker._one_layout`), the calls are the same in any
+        batch and order, and the verdict is remembered for the pair (for the label alone where the
+        label's parse, which comes first, failed). Not the pair's, and not remembered: a worker
+        that died or stopped answering (``lost``), or none at all. The price: a fork, the pages it
+        copies and the label's parse, about 10-15 ms of CPU a pair."""
+        if not w.fresh:
+            if self._call(w, {"op": "fresh"}) is not True:
+                return None
+            w.parse_ids.clear()
+        w.fresh = False
+        ia = self._parse(w, a, self.limits, mark=False)
+        if ia is False or isinstance(ia, str):
+            return self._remember((a, "", limits), ia)
+        ib = self._parse(w, b, limits, mark=False)
+        if ib is False or isinstance(ib, str):
+            return self._remember((a, b, limits), ib)
+        self._count("verifies")
+        return self._remember((a, b, limits), self._call(w, {"op": "verify", "a": ia, "b": ib}, limits))
+
+    def _remember(self, key: tuple[str, str, Limits], found: bool | Failure) -> Verdict:
+        """A response's verdict, remembered unless the worker rather than the pair was to blame."""
+        if found in ("unavailable", "lost"):
+            return None
+        verdict = found if isinstance(found, bool) else None
+        with self._lock:
+            if self._pairs.add(key, verdict) and verdict is None:
+                self.stats.marked += 1
+        return verdict
+
+    def _verify(self, w: _Worker, a: str, b: str) -> Verdict:
+        """A check under the worker's own limits, with the answers it parsed before."""
         for _ in range(2):  # a second round if the worker forgot or restarted while parsing b
             ia = self._parse(w, a, self.limits)
-            if ia is None or ia is False:
-                return ia
-            ib = self._parse(w, b, limits)
-            if ib is None or ib is False:
-                return ib
+            if ia is False or isinstance(ia, str):
+                return ia if ia is False else None
+            ib = self._parse(w, b, self.limits)
+            if ib is False or isinstance(ib, str):
+                return ib if ib is False else None
             if w.parse_ids.get(a, (None, False))[0] == ia:
                 break
         else:
             return None
         self._count("verifies")
-        ok = self._call(w, {"op": "verify", "a": ia, "b": ib}, limits)
+        ok = self._call(w, {"op": "verify", "a": ia, "b": ib})
         if isinstance(ok, bool):
             with self._lock:
                 if len(self._cleared) >= self.max_cached:
@@ -485,27 +552,23 @@ class EquivalenceChecker:
         if ok == "unavailable":
             return None
         with self._lock:
-            if len(self._bad_pairs) > self.max_cached:
-                self._bad_pairs.clear()
+            if len(self._verify_failures) > self.max_cached:
                 self._verify_failures.clear()
-            self._bad_pairs.add((a, b, limits))
+            self._pairs.add((a, b, self.limits), None)
             if ok in ("over budget", "over limit"):
-                self._mark(limits, *self._blame(a, b, limits))  # only b where the limits are b's own
+                self._mark(self.limits, *self._blame(a, b))
                 return None
-            for text, its in ((a, self.limits), (b, limits)):
+            for text in (a, b):
                 self._verify_failures[text] = self._verify_failures.get(text, 0) + 1
                 if self._verify_failures[text] >= 2:
-                    self._mark(its, text)
+                    self._mark(self.limits, text)
         return None
 
-    def _blame(self, a: str, b: str, limits: Limits) -> tuple[str, ...]:
-        """The answers of a verify over a limit that are never sent again: under one response's own
-        limits the response (the label is not its to spend); else those not known to be cheap (in a
-        verify that ended within its limits); of two unknown ones, the heavier by
+    def _blame(self, a: str, b: str) -> tuple[str, ...]:
+        """The answers of a verify over a limit that are never sent again: those not known to be
+        cheap (in a verify that ended within its limits); of two unknown ones, the heavier by
         :func:`~diagevo.curriculum.costs.weight` (both when they weigh the same). The label of a
         question is thus not marked because one hostile answer was checked against it."""
-        if limits != self.limits:
-            return (b,)
         suspects = [t for t in (a, b) if t not in self._cleared]
         if len(suspects) < 2:
             return tuple(suspects)

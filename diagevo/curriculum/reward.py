@@ -95,7 +95,8 @@ def solver_scores(responses: Sequence[str], pseudo_label: str | None) -> list[So
     """The solver's reward on a retained question (Sec. 2.2): +1 for a response whose final
     answer agrees with the pseudo-label (the agreement that counted it in the label's class),
     else -1 (a failure, recorded for diagnosis, where its answer was checked). Each response's
-    check spends its own limits, never another's."""
+    check spends its own limits, never another's, and its score is a function of the response and
+    the label: the same in any batch, order or company, at any load (issue 92)."""
     found = [verdict(extract_answer(x), pseudo_label, limits=RESPONSE) for x in responses]
     return [SolverScore(1.0 if v else -1.0, v is not None) for v in found]
 
