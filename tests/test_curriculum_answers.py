@@ -55,6 +55,8 @@ def test_extract_answer(response: str | None, expected: str | None) -> None:
 def test_normalize_and_key() -> None:
     assert normalize_answer(" $\\displaystyle \\tfrac{1}{3}$ ") == "\\frac{1}{3}"
     assert normalize_answer("x\\,y\\!z") == "x y z"
+    # a matrix's row break (two backslashes) is no spacing command: both backslashes stay
+    assert normalize_answer("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}") == "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}"
     assert answer_key("x + 1") == answer_key("x+1") == "x+1"
     assert answer_key("\\left(1, 2\\right)") == "(1,2)"
 
@@ -111,6 +113,8 @@ def test_symbolic_equivalence(checker: EquivalenceChecker) -> None:
     assert checker.equivalent("x=3", "3")
     assert not checker.equivalent("\\sqrt{2}", "\\sqrt{3}")
     assert not checker.equivalent("\\pi", "3.14")
+    matrix = "\\begin{pmatrix} -1/3 \\\\ 2/3 \\end{pmatrix}"
+    assert checker.equivalent(matrix, "\\begin{pmatrix} -\\frac{1}{3} \\\\ \\frac{2}{3} \\end{pmatrix}")
     assert checker.stats.failures == 0
     parses = checker.stats.parses
     assert checker.equivalent("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}")

@@ -12,7 +12,8 @@ from fractions import Fraction
 from diagevo.curriculum.costs import refusal
 
 _BOXED = "\\boxed"
-_SPACING = re.compile(r"\\[,;:> ]|\\q?quad\b|\\displaystyle\b|\\left\b|\\right\b")
+# a spacing command, not the second half of a row break (a matrix row ends with two backslashes)
+_SPACING = re.compile(r"(?<!\\)\\[,;:> ]|\\q?quad\b|\\displaystyle\b|\\left\b|\\right\b")
 # \! is a negative thin space: it glues (MATH writes 10,\!080 for ten thousand and eighty): _glue
 # a number with thousands separators, optionally in dollars: 10,080  1,000,000.5  \$32,348
 _THOUSANDS = re.compile(r"(?:\\\$)?([+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?)")  # 0,111 is a decimal
