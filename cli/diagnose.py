@@ -24,7 +24,7 @@ from diagevo.cli.store import open_store
 from diagevo.diagnosis.pipeline import diagnose as diagnose_round
 from diagevo.diagnosis.tools import check_endpoints, diagnosis_config, diagnostician_for, embedder_for, vector_index
 from diagevo.errors import require_use
-from diagevo.log import EventReader, Recorder
+from diagevo.log import Recorder
 from diagevo.rounds import Round, current_round, round_state
 from diagevo.text.formats import read_lines
 from diagevo.text.parsing import bad, file_lines, input_file, quoted
@@ -191,7 +191,7 @@ def diagnose(
 
 
 def _failures(
-    store: EventReader, rnd: Any, failures_file: Path | None, from_verl: Path | None, allow_repeats: bool
+    store: Recorder, rnd: Any, failures_file: Path | None, from_verl: Path | None, allow_repeats: bool
 ) -> list[Failure]:
     """The failures to diagnose: the FAILURES.jsonl file's, or those of verl's dump."""
     if from_verl is not None:

@@ -94,13 +94,16 @@ def verify(
         raise CLIError("give --run or --all, not both")
     with open_store(db, readonly=True, name_passed=False) as store:  # a verdict names every row passed over
         verdicts = [verdict(store, run_id) for run_id in (store.runs() if all_runs else [resolve_run(store, run)])]
+        runless = [f"seq {seq}: {why} (a row of no run)" for seq, why in store.runless.items()]
     if json:
         shown = [_verdict_json(v) for v in verdicts]
-        emit_json({"runs": shown} if all_runs else shown[0])
+        emit_json({"runs": shown, **({"runless": runless} if runless else {})} if all_runs else shown[0])
     else:
         for v in verdicts:
             _print_verdict(v, all_runs)
-    if not all(v.ok for v in verdicts):
+        for line in runless:
+            console.print(text(("✗", "red"), " ", line))
+    if not all(v.ok for v in verdicts) or runless:
         raise typer.Exit(1)
 
 

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from diagevo.api import open_store as open_library_store
-from diagevo.cli.common import CLIError, acting_on, err_console
+from diagevo.cli.common import acting_on, err_console
 from diagevo.cli.safe import text
 from diagevo.errors import DiagevoError
 from diagevo.log import Recorder, sqlite_path
 from diagevo.text.urls import parse_db_url, resolve_db_url, without_password
-from diagevo.views.admission import admission, first_out_of_shape
+from diagevo.views.admission import admission
 
 
 @contextmanager
@@ -35,7 +35,10 @@ def open_store(
     With ``keep_if_refused=False``, a SQLite file this call created is removed again when the
     command refuses its input (a DiagevoError): a refusal leaves nothing behind. Once the command
     is done, each row its readers passed over is named on stderr, a line each (``name_passed``
-    off: the command names them itself, as ``memory verify`` does)."""
+    off: the command names them itself, as ``memory verify`` does). No stored row stops a reader
+    but one the log cannot go on past, told by the log's one typed error
+    (:class:`~diagevo.log.errors.UnreadableRowError`, a refusal of one line like any other); any
+    other exception is the bug it is, never blamed on the log."""
     url = resolve_db_url(db)
     acting_on(url)
     path = sqlite_path(url)
@@ -49,8 +52,6 @@ def open_store(
             for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
                 leftover.unlink(missing_ok=True)
         raise
-    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
-        raise _bad_row(store, exc) from exc
     else:
         if name_passed:
             name_passed_over(store)
@@ -60,28 +61,18 @@ def open_store(
 
 def name_passed_over(store: Recorder) -> None:
     """Each row of the runs the command read that the rules refuse (their admission,
-    :func:`~diagevo.views.admission.admission`), a line on stderr (run, seq, why)."""
+    :func:`~diagevo.views.admission.admission`), a line on stderr (run, seq, why); and each row
+    of no run it met listing the runs (a run id that is no text: :attr:`~diagevo.log.EventReader.runless`)."""
     for run in list(store.read_runs):
         for line in admission(store, run).lines():
             say_passed(line)
+    for seq, why in store.runless.items():
+        say_passed(f"seq {seq}: passed over: {why} (a row of no run)")
 
 
 def say_passed(line: str) -> None:
     """A row passed over (:func:`~diagevo.results.runs.passed_line`), a line on stderr."""
     err_console.print(text(line), soft_wrap=True)
-
-
-def _bad_row(store: Recorder, exc: Exception) -> Exception:
-    """What a command that failed on what it read says: the event its readers cannot read (a
-    row written raw, past the checks), in one line, when the log holds one; else the error as
-    it was (a bug, reported as one)."""
-    try:
-        found = first_out_of_shape(store, list(store.read_runs) or None)
-    except Exception:  # noqa: BLE001 - the search must not hide the error it explains
-        return exc
-    if found is None:
-        return exc
-    return CLIError(f"{found} (memory verify names every such event)")
 
 
 def db_args(explicit: str | None, db_url: str) -> tuple[list[str], str | None]:

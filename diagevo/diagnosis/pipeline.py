@@ -27,7 +27,7 @@ from diagevo.diagnosis.stages import DiagnosisPass
 from diagevo.diagnosis.summary import DiagnosisSummary
 from diagevo.errors import BadInput, DiagnosticianBroken, DiagnosticianDown
 from diagevo.generation.openai_client import unanswered
-from diagevo.log import EventReader, Recorder
+from diagevo.log import Recorder
 from diagevo.memory.state import Memory
 from diagevo.rounds import (
     Round,
@@ -99,7 +99,7 @@ def _check_inputs(failures: Sequence[Failure], memory: Memory) -> None:
             raise BadInput(f"failure {f.failure_id!r}: unknown known cause {unknown[0]!r}")
 
 
-def refuse_contradictions(store: EventReader, run: str, t: int, failures: Sequence[Failure]) -> None:
+def refuse_contradictions(store: Recorder, run: str, t: int, failures: Sequence[Failure]) -> None:
     """:class:`BadInput` naming the first given failure whose question text, pseudo-label or
     known causes differ from those round ``t`` recorded for its question: the diagnosis would
     explain a failure the log does not hold (a question the round does not hold is left to

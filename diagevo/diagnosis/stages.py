@@ -35,7 +35,7 @@ from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.interface import Diagnostician, Embedder, Extraction, ExtractionInput, Reply
 from diagevo.diagnosis.routing import Decision, ReplyRefusal, Routed
 from diagevo.diagnosis.summary import DiagnosisSummary
-from diagevo.log import EventReader, Recorder
+from diagevo.log import Recorder
 from diagevo.memory.fold import InvariantError, evolve
 from diagevo.memory.state import Memory
 from diagevo.results import Json
@@ -70,7 +70,7 @@ class Prior:
     tries: dict[str, int]
 
 
-def prior_outcomes(store: EventReader, run: str, t: int) -> Prior:
+def prior_outcomes(store: Recorder, run: str, t: int) -> Prior:
     """What the log holds of round ``t`` of ``run`` (see :class:`Prior`)."""
     events = [e.event for e in admitted_rows(store, run, types=(*DECIDING, DiagnosisFailed), in_round=t)]
     decided = decided_failures(events)

@@ -40,7 +40,7 @@ class RunEvalError(BadInput):
     """A run whose checkpoints cannot be evaluated as asked."""
 
 
-def solver_models(store: EventReader, run: str) -> dict[int, str]:
+def solver_models(store: Recorder, run: str) -> dict[int, str]:
     """Round -> the solver to evaluate: the base model for round 0, then the solver checkpoint
     of every committed round, as its log names it (the events the checkpoint rule refuses passed
     over)."""

@@ -12,7 +12,14 @@ from __future__ import annotations
 from diagevo.catalog import Stamp, StoredEvent
 from diagevo.log.backends import open_log, sqlite_path
 from diagevo.log.chain import GENESIS_HASH
-from diagevo.log.errors import ConflictError, MissingDatabase, RunBusy, SchemaOutdated, StoreError
+from diagevo.log.errors import (
+    ConflictError,
+    MissingDatabase,
+    RunBusy,
+    SchemaOutdated,
+    StoreError,
+    UnreadableRowError,
+)
 from diagevo.log.recorder import (
     AppendResult,
     EventReader,
@@ -39,6 +46,7 @@ __all__ = [
     "Stamp",
     "StoreError",
     "StoredEvent",
+    "UnreadableRowError",
     "ViewState",
     "open_log",
     "payload",

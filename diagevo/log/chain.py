@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from diagevo.schemas import EventIn
 
 GENESIS_HASH = "0" * 64
+FIRST_SEQ, LAST_SEQ = -(2**63), 2**63 - 1
+"""The seqs a database keeps (a 64-bit integer): no writer numbers a row past ``LAST_SEQ``, and a
+read of a range beyond either end selects nothing (a raw INSERT into SQLite may store either)."""
 json_str: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 _orjson_dumps = orjson.dumps
 
@@ -163,6 +166,11 @@ def chain(prepared: Iterable[Prepared], heads: dict[str, tuple[int, str]], last_
     seq = last_seq
     for eid, run, rnd, typ, version, data_json, canon, texts, keys in prepared:
         seq += 1
+        if seq > LAST_SEQ:
+            raise StoreError(
+                f"nothing can be appended to the log: its highest seq is {last_seq}, and a seq is a 64-bit integer "
+                f"(at most {LAST_SEQ}): no row fits after it"
+            )
         p = prev[run]
         h = prev[run] = sha256(p.encode() + canon).hexdigest()  # = chain_hash(p, canonical_event_json(...))
         last[run] = seq

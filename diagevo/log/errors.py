@@ -10,6 +10,13 @@ class StoreError(DiagevoError):
     """Base of the log's errors; the message is one line meant for the user."""
 
 
+class UnreadableRowError(StoreError):
+    """A stored row the log cannot go on past: the last row of the run an append chains onto
+    (its hash not text), the texts a read asked for altered. The one error an odd row raises;
+    every other odd row is passed over and named (:mod:`diagevo.views.admission`). Its message
+    names the run and the seq, in one line."""
+
+
 class LockTimeout(StoreError, Conflict):
     """A lock was not free within its bound (an append's ``lock_wait_s``, a migration's): the
     message names who holds it (a :class:`~diagevo.errors.Conflict`: retry once that session is done)."""

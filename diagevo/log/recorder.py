@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypedDict, TypeVar, Unpack
 
@@ -32,12 +33,13 @@ from diagevo.log.chain import (
     Appended,
     Pending,
 )
-from diagevo.log.errors import ConflictError, RunBusy, StoreError
+from diagevo.log.errors import ConflictError, RunBusy, StoreError, UnreadableRowError
 from diagevo.log.registry import shape_problem
 from diagevo.log.stored import (
     RawRow,
     column_problem,
     loads_data,
+    not_text,
     row_problem,
     text_problems,
     text_refs,
@@ -91,7 +93,7 @@ class AppendResult:
     appended: int
     skipped: int
     last_seq: int  # last seq of the batch's run after the append (0 for an empty batch)
-    events: tuple[EventIn, ...] = ()
+    events: tuple[EventIn, ...] = dataclass_field(default=(), compare=False)  # what was decided; the counts compare
 
 
 def _round(round_: Any, version: Any) -> int:
@@ -121,7 +123,8 @@ def event_data(type_: str, text: str, version: int) -> dict[str, Any]:
 def read_problem(round_: int, data: str | None, type_: str | None = None, version: int | None = None) -> str | None:
     """Why every reader passes over a stored row, or None: its round below 0, its data past the
     readers' bounds or no JSON object (:func:`~diagevo.log.stored.row_problem`), or (``type_``
-    and ``version`` given) out of its type's shape (:func:`event_data`)."""
+    and ``version`` given) out of its type's shape or at a version its class does not have
+    (:func:`event_data`)."""
     why = row_problem(round_, data, 1 if version is None else version)
     if why is not None or data is None or type_ is None or version is None:
         return why
@@ -129,6 +132,32 @@ def read_problem(round_: int, data: str | None, type_: str | None = None, versio
         event_data(type_, data, version)
     except ValueError as exc:
         return str(exc)
+    return None
+
+
+TEXTS_READ = frozenset(("type", "data", "event_id", "recorded_at", "prev_hash", "hash"))
+"""The text columns a read checks of each row it selects them of: what the row means (its type,
+its data) and where it lies in the log (its id, its stamp, its hashes). SQLite keeps a BLOB, or
+bytes that are not UTF-8, in any of them: such a row is passed over by each read that selects
+the column, and refused by the run's admission, whose read (the fold's) selects all six."""
+
+
+def why_unreadable(columns: Sequence[str], row: Sequence[Any]) -> str | None:
+    """Why no reader takes ``row``, read as these ``columns`` (a :class:`Shape`'s), or None: one
+    of :data:`TEXTS_READ` no UTF-8 text (:func:`~diagevo.log.stored.not_text`), or what
+    :func:`read_problem` says. Asked where a read could not make a row, to name it."""
+    got = dict(zip(columns, row, strict=False))
+    return not_texts(columns, row) or read_problem(
+        got["round"], got.get("data"), got["type"], got.get("schema_version", 1)
+    )
+
+
+def not_texts(columns: Sequence[str], row: Sequence[Any]) -> str | None:
+    """Which of :data:`TEXTS_READ` of ``row`` (read as these ``columns``) is no UTF-8 text, named
+    (:func:`~diagevo.log.stored.not_text`); None when each is one."""
+    for name, value in zip(columns, row, strict=False):
+        if type(value) is not str and name in TEXTS_READ:
+            return not_text(name)
     return None
 
 
@@ -148,7 +177,7 @@ def restore_texts(batch: Sequence[StoredEvent], columns: Sequence[str | None]) -
             continue
         problems, held = text_problems(ev.seq, refs, column)
         if problems:
-            raise StoreError(
+            raise UnreadableRowError(
                 f"the texts of the event at seq {ev.seq} are missing or altered (they do not hash to the keys "
                 "in its data): run",
                 Call("verify_run", "diagevo.verify_run(store, run)"),
@@ -213,35 +242,62 @@ class Shape(NamedTuple, Generic[T]):
     make: Callable[[Any], T]
 
 
-# a row no reader can take (:func:`read_problem`) is a ValueError here, which
-# the read turns into the row passed over
+# a row no reader can take (:func:`why_unreadable`) is a ValueError here, which the read turns
+# into the row passed over; its texts (:data:`TEXTS_READ`) are tested first, in one chained test
+# (a row diagevo wrote holds texts there: the one test every row pays)
+def _whole(r: Any) -> StoredEvent:
+    if not (type(r[1]) is type(r[4]) is type(r[6]) is type(r[7]) is type(r[8]) is type(r[9]) is str):
+        raise ValueError("a column is not UTF-8 text")
+    return StoredEvent(r[0], _round(r[3], r[5]), r[4], r[5], event_data(r[4], r[6], r[5]), Stamp(r[1], r[2], *r[7:10]))
+
+
+def _row(r: Any) -> StoredEvent:
+    if not (type(r[2]) is type(r[4]) is str):
+        raise ValueError("a column is not UTF-8 text")
+    return StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3], event_data(r[2], r[4], r[3]))
+
+
+def _meta(r: Any) -> StoredEvent:
+    if type(r[2]) is not str:
+        raise ValueError("its type is not UTF-8 text")
+    return StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3])
+
+
 WHOLE = Shape(
     ("seq", "event_id", "run_id", "round", "type", "schema_version", "data", "recorded_at", "prev_hash", "hash"),
-    lambda r: StoredEvent(
-        r[0], _round(r[3], r[5]), r[4], r[5], event_data(r[4], r[6], r[5]), Stamp(r[1], r[2], *r[7:10])
-    ),
+    _whole,
 )
-ROW = Shape(
-    ("seq", "round", "type", "schema_version", "data"),
-    lambda r: StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3], event_data(r[2], r[4], r[3])),
-)
+ROW = Shape(("seq", "round", "type", "schema_version", "data"), _row)
+META = Shape(("seq", "round", "type", "schema_version"), _meta)
 
 
 def _row_or_unreadable(r: Any) -> StoredEvent | UnreadableRow:
-    """:data:`ROW`'s event, or the row no reader can take in its place, said why (:func:`read_problem`)."""
+    """:data:`ROW`'s event, its stamp's texts checked too, or the row no reader can take in its
+    place, said why (:func:`why_unreadable`)."""
     try:
-        return ROW.make(r)
+        if not (type(r[5]) is type(r[6]) is type(r[7]) is type(r[8]) is str):
+            raise ValueError("a column is not UTF-8 text")
+        return _row(r)
     except ValueError as exc:
-        return UnreadableRow(r[0], str(r[2])[:TYPE_SHOWN], read_problem(r[1], r[4], r[2], r[3]) or str(exc))
+        return UnreadableRow(r[0], shown_type(r[2]), why_unreadable(ROW_OR_UNREADABLE.columns, r) or str(exc))
+
+
+ROW_OR_UNREADABLE = Shape((*ROW.columns, "event_id", "recorded_at", "prev_hash", "hash"), _row_or_unreadable)
+"""The fold's read (:func:`every_row`): :data:`ROW`'s columns and the texts of the row's stamp, so
+that the run's admission refuses every row a read of any column refuses (a read of fewer columns,
+:data:`ROW` or :data:`META`, leaves to the admission what it does not select, as it leaves the data)."""
 
 
 TYPE_SHOWN = 64
 """How much of an unreadable row's type column its refusal keeps (the column is anyone's text)."""
-ROW_OR_UNREADABLE = Shape(ROW.columns, _row_or_unreadable)
-META = Shape(
-    ("seq", "round", "type", "schema_version"),
-    lambda r: StoredEvent(r[0], _round(r[1], r[3]), r[2], r[3]),
-)
+
+
+def shown_type(type_: Any) -> str:
+    """An unreadable row's type as its refusal keeps it: the text, cut to :data:`TYPE_SHOWN`; for
+    a type that is no UTF-8 text, what Python would spell of it (a refusal is saved and shown)."""
+    return (type_ if type(type_) is str else ascii(type_))[:TYPE_SHOWN]
+
+
 RAW = Shape(
     (
         "seq",
@@ -359,8 +415,12 @@ class EventReader(Stored):
 
     persistent = True  # whether the log outlives this process (False: the in-memory recorder)
     read_runs: Mapping[str, None] = MappingProxyType({})
-    """The runs whose events this recorder has read, in order (a SQL backend's): where a reader
-    that failed on what it read looks for the event it could not read, never in another run."""
+    """The runs whose events this recorder has read, in order (a SQL backend's): those whose
+    refused rows a command names once it is done (:mod:`diagevo.views.admission`)."""
+    runless: Mapping[int, str] = MappingProxyType({})
+    """Rows of no run a reader can ask for, met by :meth:`runs` (a SQL backend's: a run id that is
+    no UTF-8 text, which SQLite keeps): the first seq of each such run id -> why, named by the
+    command that listed the runs."""
 
     @abstractmethod
     def _count(self, q: Query) -> int:
@@ -422,11 +482,14 @@ class EventReader(Stored):
         return next(self.read(run, after_seq=seq - 1, upto_seq=seq), None)
 
 
-def every_row(store: EventReader, run: str, after_seq: int = 0) -> Iterator[StoredEvent | UnreadableRow]:
-    """:meth:`~EventReader.rows` of every type after ``after_seq``, a row no reader can take given
-    in its place as an :class:`~diagevo.catalog.UnreadableRow` (every other read leaves it out):
-    what the fold reads, so that the run's admission names every row it does not take."""
-    return store._select(Query(run, after_seq=after_seq), ROW_OR_UNREADABLE, False)
+def every_row(
+    store: EventReader, run: str, after_seq: int = 0, upto_seq: int | None = None
+) -> Iterator[StoredEvent | UnreadableRow]:
+    """:meth:`~EventReader.rows` of every type after ``after_seq`` (up to ``upto_seq``), a row no
+    reader can take given in its place as an :class:`~diagevo.catalog.UnreadableRow` (every other
+    read leaves it out): what the fold reads, so that the run's admission names every row it does
+    not take (:data:`ROW_OR_UNREADABLE`)."""
+    return store._select(Query(run, after_seq=after_seq, upto_seq=upto_seq), ROW_OR_UNREADABLE, False)
 
 
 class LogOperator(Stored):

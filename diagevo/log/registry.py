@@ -189,7 +189,7 @@ def catalog_specs() -> dict[str, dict[str, Any]]:
 FieldCheck = tuple[frozenset[type], frozenset[str], dict[str, Any], Callable[[Any], bool] | None]
 
 
-Checker = tuple[frozenset[str], dict[str, FieldCheck], int | None]
+Checker = tuple[frozenset[str], dict[str, FieldCheck], int | None, int]
 
 
 SHAPES = Path(__file__).with_name("shapes.json")
@@ -227,8 +227,8 @@ def _spec(type_: str) -> dict[str, Any]:
 def _checker(type_: str) -> Checker | None:
     """Type ``type_``'s (required fields, field -> (the Python types that pass at once, the texts
     that pass at once, its check, the test of its bounds), the version from which it is closed,
-    None if never): the shape of :func:`type_spec`, made quick to test a row against; None for a
-    type the catalog does not hold. Made the first time a row of the type is tested (every read
+    None if never, its class's version): the shape of :func:`type_spec`, made quick to test a row
+    against; None for a type the catalog does not hold. Made the first time a row of the type is tested (every read
     tests each row it takes: a command builds only the checks of the types it reads)."""
     if type_ not in CATALOG:
         return None
@@ -240,17 +240,21 @@ def _checker(type_: str) -> Checker | None:
             quick = frozenset(t for kind in check["types"] for t in JSON_TYPES[kind])
         words = frozenset(v for v in check.get("enum", ()) if isinstance(v, str))  # a choice's texts
         fields[f] = (quick, words, check, _bounds_test(check["bounds"]) if "bounds" in check else None)
-    return frozenset(spec["required"]), fields, spec["closed_since"] if spec["closed"] else None
+    closed_since = spec["closed_since"] if spec["closed"] else None
+    return frozenset(spec["required"]), fields, closed_since, CATALOG[type_].class_version
 
 
 def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
     """What the database's check (the insert trigger's) would say of an event's type and data, stored
     at ``version``, for a row stored without it (SQLite, or a log older than the check); None
-    when it fits."""
+    when it fits. A version its class does not have is refused before the data is looked at
+    (:func:`version_refused`)."""
     checker = _checker(type_)
     if checker is None:
         return f"out of shape: {type_[:64]!r} is not an event type"
-    required, fields, closed_since = checker
+    required, fields, closed_since, newest = checker
+    if not 1 <= version <= newest:
+        return version_refused(type_, version, newest)
     closed = closed_since is not None and version >= closed_since
     if not data.keys() >= required:
         return f"out of shape: {type_} data lacks {', '.join(sorted(required - data.keys()))}"
@@ -266,6 +270,14 @@ def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
         if within is not None and not within(value):
             return f"out of shape: {type_} data.{key} is out of its range ({_range(check)})"
     return None
+
+
+def version_refused(type_: str, version: int, newest: int) -> str:
+    """Why every reader passes over a row of ``type_`` at ``version`` (its class reads versions 1
+    to ``newest``): one above was written by a newer diagevo, whose shape of it this one cannot know."""
+    if version > newest:
+        return f"written by a newer diagevo: {type_} version {version} (this diagevo reads up to version {newest})"
+    return f"its schema_version {version} is not a version of {type_} (a whole number from 1)"
 
 
 def _bounds_test(bounds: dict[str, Any]) -> Callable[[Any], bool]:

@@ -8,14 +8,14 @@ is steered, which saved states a connection trusts."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from diagevo.catalog import type_names
 from diagevo.log import revision
 from diagevo.log.backends import cannot_open, connect, dialect_of, make_engine, missing_database, sqlalchemy_errors
-from diagevo.log.chain import COLUMNS, GENESIS_HASH, Appended, Pending, Prepared, chain
-from diagevo.log.errors import StoreError
+from diagevo.log.chain import COLUMNS, FIRST_SEQ, GENESIS_HASH, LAST_SEQ, Appended, Pending, Prepared, chain
+from diagevo.log.errors import StoreError, UnreadableRowError
 from diagevo.log.recorder import (
     FETCH,
     MAX_PARAMS,
@@ -26,10 +26,10 @@ from diagevo.log.recorder import (
     ViewState,
     encoded_state,
     lookup_keys,
-    read_problem,
     restore_texts,
+    why_unreadable,
 )
-from diagevo.log.stored import column_problem, loads_state
+from diagevo.log.stored import loads_state, not_text
 from diagevo.text.parsing import error_line
 from diagevo.text.urls import redact_url
 
@@ -53,6 +53,7 @@ class SQLRecorder(Recorder):
         log on a read-only mount can be read."""
         self.url = url
         self.read_runs: dict[str, None] = {}
+        self.runless: dict[int, str] = {}
         create = create and not readonly
         missing = None if create else missing_database(url)
         if missing is not None:
@@ -90,6 +91,16 @@ class SQLRecorder(Recorder):
     def _key_index(self, field: str) -> str:
         """After ``FROM events``: the index a lookup by ``field`` (an id) must walk."""
         return ""
+
+    def _execute(self, cur: Any, sql: str, params: Any = ()) -> None:
+        """Run a read's statement (SQLite: past an index it names that is gone)."""
+        cur.execute(sql, params)
+
+    def _decoding_anyway(self, cur: Any, exc: Exception) -> AbstractContextManager[Any] | None:
+        """After ``exc`` ended a read: a cursor of the same connection that reads every stored text,
+        one that is not UTF-8 as :class:`~diagevo.log.sqlite.NotUTF8`, to read the statement
+        again with; None where ``exc`` is something else (PostgreSQL's texts are UTF-8)."""
+        return None
 
     def _insert_rows(self, cur: Any, rows: Iterable[tuple[Any, ...]]) -> None:
         """Insert numbered, hashed event rows."""
@@ -242,9 +253,46 @@ class SQLRecorder(Recorder):
         return found
 
     def _run_head(self, cur: Any, run: str) -> tuple[int, str]:
-        cur.execute(f"SELECT seq, hash FROM events WHERE run_id = {self.P} ORDER BY seq DESC LIMIT 1", (run,))
-        row = cur.fetchone()
-        return (int(row[0]), row[1]) if row else (0, GENESIS_HASH)
+        """The run's last (seq, hash): what its next event chains onto, so a hash that is no text
+        stops the append (:class:`UnreadableRowError`)."""
+        sql = f"SELECT seq, hash FROM events WHERE run_id = {self.P} ORDER BY seq DESC LIMIT 1"
+        row = self._first(cur, sql, (run,))
+        if row is None:
+            return 0, GENESIS_HASH
+        if type(row[1]) is not str:
+            raise UnreadableRowError(
+                f"run {run!r} cannot be appended to: its last event, at seq {row[0]}, is unreadable "
+                f"({not_text('hash')}; memory verify names it)"
+            )
+        return int(row[0]), row[1]
+
+    def _batches(self, cur: Any, sql: str, params: Any, size: int = FETCH) -> Iterator[list[Any]]:
+        """The rows of a read, ``size`` at a time. A text the database cannot decode does not end
+        the read (SQLite keeps any bytes in a text column): the statement is read again, on a
+        cursor that decodes it anyway (:meth:`_decoding_anyway`), past the rows given already
+        (the first cursor, left open, holds the read's snapshot), and the row is left to its
+        reader to pass over: a text of the row that is no ``str``."""
+        self._execute(cur, sql, params)
+        given = 0
+        try:
+            while rows := cur.fetchmany(size):
+                given += len(rows)
+                yield rows
+            return
+        except Exception as exc:
+            anyway = self._decoding_anyway(cur, exc)
+            if anyway is None:
+                raise
+        with anyway as again:
+            self._execute(again, sql, params)
+            while given > 0:  # the rows given already, fetched again and dropped
+                given -= len(again.fetchmany(min(given, size)))
+            while rows := again.fetchmany(size):
+                yield rows
+
+    def _first(self, cur: Any, sql: str, params: Any = ()) -> Any:
+        """The first row of a read (:meth:`_batches`), or None."""
+        return next((r for rows in self._batches(cur, sql, params, 1) for r in rows), None)
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -257,8 +305,9 @@ class SQLRecorder(Recorder):
         left in the database's order: sorting it there copies every row found, texts and all."""
         p = self.P
         names = None if q.types is None else type_names(q.types)
-        if names is not None and not names:
-            return
+        if (names is not None and not names) or q.after_seq >= LAST_SEQ or (q.upto_seq or 0) < FIRST_SEQ:
+            return  # nothing selected: no type, or a seq range past what a 64-bit integer holds
+        q = q._replace(upto_seq=None if q.upto_seq is None else min(q.upto_seq, LAST_SEQ))
         extra, params = "", list[Any]()
         if q.after_seq > 0:  # only then: a seq range lures SQLite's planner off the round/type indexes
             extra += f" AND seq > {p}"
@@ -325,11 +374,11 @@ class SQLRecorder(Recorder):
         with self._cursor() as cur:
             if len(reads) == 1:
                 where, params = reads[0]
-                cur.execute(f"SELECT COUNT(*) FROM events {where}", params)
+                self._execute(cur, f"SELECT COUNT(*) FROM events {where}", params)
                 return int(cur.fetchone()[0])
             seqs: set[int] = set()  # several indexed reads may find the same event: counted once
             for where, params in reads:
-                cur.execute(f"SELECT seq FROM events {where}", params)
+                self._execute(cur, f"SELECT seq FROM events {where}", params)
                 seqs.update(int(r[0]) for r in cur.fetchall())
             return len(seqs)
 
@@ -341,9 +390,9 @@ class SQLRecorder(Recorder):
         ``passed[0]`` (the fold reads it as an :class:`~diagevo.catalog.UnreadableRow`: the run's
         admission names it)."""
         columns, make = shape
+        sql = f"SELECT {', '.join(columns)}{', texts' if texts else ''} FROM events {where}"
         with self._cursor(stream=True) as cur:
-            cur.execute(f"SELECT {', '.join(columns)}{', texts' if texts else ''} FROM events {where}", params)
-            while rows := cur.fetchmany(FETCH):
+            for rows in self._batches(cur, sql, params):
                 try:
                     batch = [make(r) for r in rows]
                 except ValueError:  # a row past the readers' bounds: the others, one by one
@@ -355,20 +404,9 @@ class SQLRecorder(Recorder):
 
     def _takeable(self, shape: Shape[Any], rows: list[Any], passed: list[int] | None) -> list[Any]:
         """The rows a reader can take; each other one left out (:func:`~diagevo.log.recorder.every_row` gives it)."""
-        columns = shape.columns
-        at = columns.index("data") if "data" in columns else None
-        kept = []
-        version_at = columns.index("schema_version") if "schema_version" in columns else None
-        for r in rows:
-            version = 1 if version_at is None else r[version_at]
-            if at is None:  # no data read: its columns alone
-                why = column_problem(r[columns.index("round")], version)
-            else:
-                why = read_problem(r[columns.index("round")], r[at], r[columns.index("type")], version)
-            if why is None:
-                kept.append(r)
-            elif passed is not None:
-                passed[0] += 1
+        kept = [r for r in rows if why_unreadable(shape.columns, r) is None]
+        if passed is not None:
+            passed[0] += len(rows) - len(kept)
         return kept
 
     def head(self, run: str) -> tuple[int, str]:
@@ -376,24 +414,37 @@ class SQLRecorder(Recorder):
         with self._cursor() as cur:
             return self._run_head(cur, run)
 
-    def runs(self) -> list[str]:
-        """A skip scan of the (run_id, seq) index, one probe per run, never a pass over the events."""
+    def last_seq(self, run: str) -> int:
+        """The run's newest seq (its hash, whatever it holds, left unread): one indexed row."""
         with self._cursor() as cur:
-            cur.execute(
-                "WITH RECURSIVE r(run_id) AS ("
-                " SELECT MIN(run_id) FROM events"
-                " UNION ALL SELECT (SELECT MIN(e.run_id) FROM events e WHERE e.run_id > r.run_id)"
-                " FROM r WHERE r.run_id IS NOT NULL) "
-                "SELECT run_id, (SELECT MIN(e.seq) FROM events e WHERE e.run_id = r.run_id) AS first_seq "
-                "FROM r WHERE run_id IS NOT NULL ORDER BY first_seq"
-            )
-            return [r[0] for r in cur.fetchall()]
+            cur.execute(f"SELECT MAX(seq) FROM events WHERE run_id = {self.P}", (run,))
+            return int(cur.fetchone()[0] or 0)
+
+    def runs(self) -> list[str]:
+        """A skip scan of the (run_id, seq) index, one probe per run, never a pass over the events.
+        A run id that is no UTF-8 text (SQLite keeps any bytes) names no run a reader can ask for:
+        left out, its first row kept in :attr:`runless`."""
+        sql = (
+            "WITH RECURSIVE r(run_id) AS ("
+            " SELECT MIN(run_id) FROM events"
+            " UNION ALL SELECT (SELECT MIN(e.run_id) FROM events e WHERE e.run_id > r.run_id)"
+            " FROM r WHERE r.run_id IS NOT NULL) "
+            "SELECT run_id, (SELECT MIN(e.seq) FROM events e WHERE e.run_id = r.run_id) AS first_seq "
+            "FROM r WHERE run_id IS NOT NULL ORDER BY first_seq"
+        )
+        with self._cursor() as cur:
+            found = [r for rows in self._batches(cur, sql, ()) for r in rows]
+        for run, first in found:
+            if type(run) is not str:
+                self.runless[int(first)] = not_text("run_id")
+        return [run for run, _ in found if type(run) is str]
 
     def latest_run(self) -> str | None:
         with self._cursor() as cur:
-            cur.execute("SELECT run_id FROM events ORDER BY seq DESC LIMIT 1")
-            row = cur.fetchone()
-        return row[0] if row else None
+            row = self._first(cur, "SELECT run_id FROM events ORDER BY seq DESC LIMIT 1")
+        if row is None or type(row[0]) is str:
+            return None if row is None else row[0]
+        return max(self.runs(), key=self.last_seq, default=None)  # the newest row is of no run: the newest run
 
     # --- the views' saved states --------------------------------------------------------------
 

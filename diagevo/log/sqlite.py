@@ -16,7 +16,7 @@ import sqlite3
 import stat
 import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -44,12 +44,14 @@ class SQLiteRecorder(SQLRecorder):
         """A read of a plain ``sqlite:///FILE`` at the head revision opens the file directly,
         read-only, without SQLAlchemy; anything else (or anything unexpected) takes the full
         path, which also words every refusal."""
+        self._gone: set[str] = set()  # the indexes named INDEXED BY that the file no longer holds
         direct = _open_direct(url) if readonly else None
         if direct is None:
             super().__init__(url, create=create, migrate_empty=migrate_empty, readonly=readonly)
             return
         self.url = url
         self.read_runs = {}
+        self.runless = {}
         self._ours = True
         self._engine = direct  # type: ignore[assignment]  # the part of an Engine the reads use
 
@@ -74,6 +76,28 @@ class SQLiteRecorder(SQLRecorder):
         if after_seq <= 0 and (in_round is not None or types is not None):
             return "ORDER BY +seq"
         return "ORDER BY seq"
+
+    def _execute(self, cur: Any, sql: str, params: Any = ()) -> None:
+        """An index named ``INDEXED BY`` that is gone (dropped by hand: SQLite would refuse the
+        statement) is left out of this read and every later one: the read is slower, never refused."""
+        for name in self._gone:
+            sql = sql.replace(f" INDEXED BY {name}", "")
+        try:
+            cur.execute(sql, params)
+        except sqlite3.OperationalError as exc:
+            gone = str(exc).removeprefix("no such index: ")
+            if gone == str(exc) or f" INDEXED BY {gone}" not in sql:
+                raise
+            self._gone.add(gone)
+            self._execute(cur, sql, params)
+
+    def _decoding_anyway(self, cur: Any, exc: Exception) -> AbstractContextManager[sqlite3.Cursor] | None:
+        """sqlite3 decodes a text strictly (a row it cannot decode ends the read): a cursor that
+        reads it as :class:`NotUTF8`, the connection decoding as before once it is closed (it
+        goes back to the pool). Only after a read failed: the reads of a log diagevo wrote pay nothing."""
+        if not (isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("Could not decode to UTF-8")):
+            return None
+        return _lenient(cur.connection)
 
     # --- the writer lease: a lock file per run beside the database (the OS drops it with its process)
 
@@ -122,6 +146,33 @@ class SQLiteRecorder(SQLRecorder):
 
 
 RECORDER = SQLiteRecorder
+
+
+class NotUTF8(str):
+    """A stored text that is not UTF-8 (SQLite keeps any bytes in a text column), as a read that
+    met one decodes it (:meth:`SQLiteRecorder._lenient`): its bytes kept (``surrogateescape``), its
+    type telling it from a text, as every check of a text column asks (``type(value) is str``), so
+    that its row is passed over and named, never shown."""
+
+    __slots__ = ()
+
+
+def _decoded(raw: bytes) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return NotUTF8(raw.decode("utf-8", "surrogateescape"))
+
+
+@contextmanager
+def _lenient(conn: sqlite3.Connection) -> Iterator[sqlite3.Cursor]:
+    conn.text_factory = _decoded
+    cur = conn.cursor()
+    try:
+        yield cur
+    finally:
+        cur.close()
+        conn.text_factory = str
 
 
 def _open_lease(path: Path, flags: int) -> int:

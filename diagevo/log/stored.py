@@ -72,6 +72,12 @@ def loads_data(text_: str) -> dict[str, Any]:
     return value
 
 
+def not_text(column: str) -> str:
+    """How a reader names a row whose ``column`` holds no UTF-8 text: a BLOB, or bytes that are not
+    UTF-8 (SQLite keeps either in a text column, whatever its declared type)."""
+    return f"its {column} is not UTF-8 text"
+
+
 STAMP_PROBLEM = "its recorded_at is not a timestamp (ISO 8601 with a UTC offset)"
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from diagevo.catalog import CheckpointWritten, PhaseCompleted, of_type
 from diagevo.errors import BadInput, NotFound, Unavailable, require_use
 from diagevo.errors.installation import shipped
-from diagevo.log import EventReader, open_log
+from diagevo.log import EventReader, Recorder, open_log
 from diagevo.model_dirs import build_call
 from diagevo.runtime.installed import installed_version
 from diagevo.runtime.progress import ProgressFn, no_progress
@@ -213,7 +213,7 @@ def _check_overrides(model: Path, out: Path, overrides: list[str]) -> list[str]:
     ]
 
 
-def _grpo_figures(store: EventReader, run: str, report: CheckReport) -> None:
+def _grpo_figures(store: Recorder, run: str, report: CheckReport) -> None:
     """Each GRPO phase's steps, batch shape and completion tokens, from its ``phase.completed``."""
     for p in of_type(PhaseCompleted, admitted_rows(store, run, types=(PhaseCompleted,))):
         if p.phase in ("challenger", "solver"):

@@ -250,7 +250,7 @@ def this_rank(config: Config) -> Iterator[tuple[Config, Callable[[Backend], Back
         distributed.finish()
 
 
-def cause_to_audit(store: EventReader, run: str) -> str | None:
+def cause_to_audit(store: Recorder, run: str) -> str | None:
     """A cause worth ``memory why``: the last one reactivated, else the last one promoted, else
     the most recently created."""
     preferred = (CauseReactivated, CausePromoted, CauseCreated)

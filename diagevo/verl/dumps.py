@@ -40,7 +40,7 @@ from diagevo.catalog.failure import Failure
 from diagevo.curriculum.prompts import SOLVER_SYSTEM
 from diagevo.curriculum.reward import solver_scores
 from diagevo.errors import Argument, BadInput, NotFound
-from diagevo.log import EventReader, Recorder
+from diagevo.log import Recorder
 from diagevo.rounds import LoggedQuestion, logged_questions, round_state, run_config
 from diagevo.text.formats import RolloutLine, read_lines
 from diagevo.text.parsing import error_line, file_lines, loads_object, quoted
@@ -191,7 +191,7 @@ def step_files(folder: Path) -> list[tuple[int, Path]]:
 
 
 def rollout_failures(
-    store: EventReader, run: str, dump: Path, *, t: int | None = None, allow_repeats: bool = False
+    store: Recorder, run: str, dump: Path, *, t: int | None = None, allow_repeats: bool = False
 ) -> list[Failure]:
     """The failures in verl's rollout dump ``dump`` (its ``trainer.rollout_data_dir``) of the
     retained questions of round ``t`` of ``run`` (default: its open round), each as
@@ -264,7 +264,7 @@ class DumpTie:
     """(question text, place, response) -> the round that recorded that failure (words normalised)."""
 
     @classmethod
-    def of(cls, store: EventReader, run: str, t: int, path: Path, manifest: Mapping[str, Any]) -> DumpTie:
+    def of(cls, store: Recorder, run: str, t: int, path: Path, manifest: Mapping[str, Any]) -> DumpTie:
         return cls(t, manifest_tag(manifest, path, "solver.parquet"), earlier_failures(store, run, t))
 
     def check_tag(self, line: RolloutLine, where: str) -> None:

@@ -30,8 +30,6 @@ from weakref import WeakKeyDictionary
 
 from diagevo.log import Recorder, StoredEvent
 from diagevo.log.recorder import Filters
-from diagevo.log.registry import stored_problem
-from diagevo.log.stored import column_problem
 from diagevo.memory.fold import InvariantError, NotStarted
 from diagevo.memory.state import Refusal
 from diagevo.results.runs import passed_line
@@ -82,7 +80,7 @@ _KEPT: WeakKeyDictionary[Recorder, dict[str, Admission]] = WeakKeyDictionary()
 def admission(store: Recorder, run: str) -> Admission:
     """The run's admission at the log's head, decided once per head: the memory's refusals (from its
     latest snapshot and the rows after it) and the checkpoint, config and fork-marker rules'."""
-    head = store.head(run)[0]
+    head = store.last_seq(run)
     if not head:  # a run the log does not hold: nothing to refuse
         return Admission(run, 0, ())
     kept = _KEPT.setdefault(store, {})
@@ -133,19 +131,3 @@ def _ahead_of_the_log(store: Recorder, run: str) -> list[Refusal]:
         Refusal(row.seq, row.type, f"its seq {row.seq} lies ahead of the run's start (a writer gives seq 1 on)")
         for row in store.rows(run, upto_seq=0, data=False)
     ]
-
-
-def first_out_of_shape(store: Recorder, runs: list[str] | None = None) -> str | None:
-    """The first stored event a reader cannot read (data out of its type's shape: a row written
-    raw where no check guards the table) of ``runs`` (None: every run), as one line naming its
-    run and seq; None when every event is in shape. Looked for after a reader failed on what it
-    read (the runs it read), to tell a bad row from a bug. A row every read passes over (data
-    past the readers' bounds or no JSON object, a round below 0) is not one: no reader met it."""
-    for run in store.runs() if runs is None else runs:
-        for r in store.raw(run):
-            if column_problem(r.round, r.schema_version) is not None:
-                continue  # every read passes it over: no reader met it
-            data, problem = stored_problem(r)
-            if data is not None and problem is not None:
-                return f"run {run!r} holds an event its readers cannot read, at seq {r.seq}: {problem}"
-    return None

@@ -25,7 +25,7 @@ def heads(store: EventWriter, run: str) -> Iterator[int]:
     look every :data:`INTERVAL` seconds at most."""
     last = 0
     while True:
-        head = store.head(run)[0]
+        head = store.last_seq(run)
         if head > last:
             last = head
             yield head

@@ -108,7 +108,7 @@ def taken_rows(store: Recorder, run: str, after_round: int = 0, upto_seq: int | 
     fold refuses is passed over, as every reader of the memory passes it over (the run's admission
     names it)."""
     base = load_memory(store, run, after_round) if after_round else None
-    rows = taken(store.rows(run, after_seq=base.last_seq if base is not None else 0, upto_seq=upto_seq), run, base)
+    rows = taken(every_row(store, run, base.last_seq if base is not None else 0, upto_seq), run, base)
     yield from Withdrawn.of(store, run).lawful(rows)  # a withdrawal the rule refuses counts nothing
 
 

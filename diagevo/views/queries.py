@@ -72,7 +72,7 @@ def why(store: Recorder, cause: str, run: str | None = None, *, recent: int | No
         raise unknown_cause(store, run_id, cause) from None
 
 
-def unknown_cause(store: EventReader, run: str, cause: str) -> UnknownCause:
+def unknown_cause(store: Recorder, run: str, cause: str) -> UnknownCause:
     """``unknown cause 'c1' in run 'demo'``, with the cause ids of the run it most likely means
     (case aside, or close), else the command that lists them."""
     created = of_type(CauseCreated, admitted_rows(store, run, types=(CauseCreated,)))

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from diagevo.catalog import CATALOG, NewerEvent, RoundCommitted, RunForked
+from diagevo.catalog import CATALOG, RoundCommitted, RunForked
 from diagevo.errors import Call
 from diagevo.log import EventReader, Recorder
 from diagevo.log.checks import PASSED, checked_rows
+from diagevo.log.errors import UnreadableRowError
 from diagevo.log.recorder import StoredEvent
 from diagevo.memory.counting import Audit, audit
 from diagevo.memory.state import MemoryImage
@@ -67,7 +68,10 @@ def verdict(store: Recorder, run: str) -> Verdict:
         cached = stats.RoundStats.from_state(saved[0])
         if cached.to_json() != fresh.commits_added(store, run).to_json():
             problems.append("the saved statistics differ from the log (a cache: `memory stats` would show them)")
-    seq, hash_ = store.head(run)
+    try:
+        seq, hash_ = store.head(run)
+    except UnreadableRowError:  # its last row's hash is no text (named above): nothing to hold a later read to
+        seq, hash_ = 0, ""
     return Verdict(run, problems + verify_anchors(store, run), {"seq": seq, "hash": hash_} if seq else None, back)
 
 
@@ -75,9 +79,7 @@ def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.R
     """The chain's problems (``diagevo.log.checks.verify_chain``), appended to ``problems``, and the
     audit of the rows folded as they are checked, each the fold takes up to seq ``upto`` also
     added to ``counts`` (as ``memory stats`` counts it): one read of the log. None when a row is
-    one the fold cannot read (:func:`unread`; the chain gives no row past the first). A row of a
-    version newer than its class stops the fold, as it stops every reader (:class:`NewerEvent`),
-    unless a row past it is one the fold cannot read."""
+    one the fold cannot read (:func:`unread`; the chain gives no row past the first)."""
     rows = checked_rows(store, run, problems)
     refused = {r.seq for r in Withdrawn.of(store, run).refused}  # counted by no reader
 
@@ -85,14 +87,7 @@ def fold_checked(store: Recorder, run: str, problems: list[str], counts: stats.R
         if row.seq <= upto and row.seq not in refused:
             counts.add(row)
 
-    try:
-        checked = audit(rows, run, whatif=is_whatif(store, run), took=took)
-    except NewerEvent:
-        for _ in rows:  # the rest of the chain
-            pass
-        if not unread(problems):
-            raise
-        return None
+    checked = audit(rows, run, whatif=is_whatif(store, run), took=took)
     return None if unread(problems) else checked
 
 

@@ -27,7 +27,7 @@ from diagevo.memory.state import Refusal
 WITHDRAWABLE = (QuestionGenerated, QuestionScored, FailureRecorded)
 """What a batch of recorded evidence holds: what ``batch.withdrawn`` may take back."""
 _NAMES = frozenset(cls.name for cls in WITHDRAWABLE)
-_DIAGNOSES = (FailureDiagnosed, DiagnosisFailed)
+_DIAGNOSES: tuple[type[FailureDiagnosed | DiagnosisFailed], ...] = (FailureDiagnosed, DiagnosisFailed)
 
 
 class Placed(Protocol):
