@@ -318,10 +318,39 @@ def check(base: Base, lines: list[Line], resume: bool) -> str:
         named = code == 1
         if named:
             assert re.search(r"\bseq \d+\b", out), out
+        refused = refused_rows(db)
+        for seq in refused:  # each refusal verify names too
+            assert f"seq {seq}:" in out, (seq, out)
         for command in readers(root, db, lines, resume):  # a row verify names is passed over, not a stop
             code, out, err = cli(*command)
             assert code == 0, f"{' '.join(command[:-2])} exits {code} (verify named: {named}):\n{err[-3000:]}"
+            if command[1] != "events":  # memory events lists every row, each refused one marked
+                wrote = out + written_by(root, command)
+                leaked = [i for i in refused.values() if i in wrote]
+                assert not leaked, f"{' '.join(command[:-2])} shows refused rows {leaked}"
+            for seq in refused:  # named once, if at all, in the lines a reader writes of what it passed over
+                assert err.count(f"seq {seq}: passed over") <= 1, (command, seq, err)
         return f"{how}, {'named by verify and ' if named else ''}read"
+
+
+def refused_rows(db: str) -> dict[int, str]:
+    """seq -> event id of each row of run ``m`` the admission refuses (what no output may show)."""
+    from diagevo.views.admission import admission
+
+    with open_log(db, create=False) as store:
+        seqs = {r.seq for r in admission(store, "m").refusals}
+        return {e.seq: e.event_id for e in store.read("m") if e.seq in seqs}
+
+
+def written_by(root: Path, command: tuple[str, ...]) -> str:
+    """What a reader wrote into files: the report's HTML, the dataset's Parquet as text."""
+    if command[0] == "report":
+        return (root / "r.html").read_text(encoding="utf-8")
+    if command[:2] == ("export", "dataset"):
+        import polars as pl
+
+        return "".join(str(pl.read_parquet(p).to_dicts()) for p in sorted((root / "ds").rglob("*.parquet")))
+    return ""
 
 
 @dataclass(frozen=True)
