@@ -169,6 +169,9 @@ def dataset(work: Path) -> str:
     diagevo(work, "train", "--run", "demo", "--rounds", "2", "--quiet")
     shown = "$ diagevo export dataset --run demo -o demo-dataset\n"
     shown += diagevo(work, "export", "dataset", "--run", "demo", "-o", "demo-dataset", columns=80).rstrip()
+    # the card names the diagevo that wrote it (a development build: its commit), so its size is the
+    # build's: shown as the width of the column, not a number that changes with every commit
+    shown = re.sub(r"(│ README\.md +│ +- │) *[\d,]+ │", lambda m: m.group(1) + " varies │", shown)
     script = (
         "import polars as pl\n"
         "from datasets import load_dataset\n"

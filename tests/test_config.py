@@ -49,7 +49,11 @@ def test_the_roles_share_one_model_and_differ_in_defaults() -> None:
     # the GRPO fields are one class's; each role adds what only it has (the challenger's question
     # check, the solver's reward)
     assert set(ChallengerConfig.model_fields) - set(RoleConfig.model_fields) == {"known_questions_only"}
-    assert set(SolverConfig.model_fields) - set(RoleConfig.model_fields) == {"reward", "anchor_share"}
+    assert set(SolverConfig.model_fields) - set(RoleConfig.model_fields) == {
+        "reward",
+        "wrong_label_share",
+        "anchor_share",
+    }
     assert (cfg.challenger.known_questions_only, cfg.solver.reward) == (False, "pseudo_label")  # the paper's
     # Table 8: 6 challenger steps and 12 solver steps, both 256 x 8
     assert (cfg.challenger.max_steps, cfg.solver.max_steps) == (6, 12)
@@ -217,6 +221,7 @@ def test_the_sections_are_listed_in_the_files_order() -> None:
         "solver.lr_warmup",
         "solver.keep_optimizer",
         "solver.reward",
+        "solver.wrong_label_share",
         "solver.anchor_share",
     ]
     assert settings(Config())[0].key == "db"

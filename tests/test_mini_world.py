@@ -46,16 +46,18 @@ def test_anything_else_is_no_question_of_the_world(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("question", "answer", "skill"),
+    ("question", "answer", "skill", "shared"),
     [
-        ("47+38=", "85", "add_c"),
-        ("51+66=", "117", None),  # no carry in the units, a sum over 100: none of the world's skills
-        ("79-86=", "-7", None),  # below zero: none of the world's skills
-        ("83%7=", "6", "mod"),
+        ("47+38=", "85", "add_c", "75"),  # the weak skill's shared error: the carry dropped
+        ("51+66=", "117", None, None),  # no carry in the units, a sum over 100: none of the world's skills
+        ("79-86=", "-7", None, None),  # below zero: none of the world's skills
+        ("83%7=", "6", "mod", None),  # no shared error named for remainders
     ],
 )
-def test_the_truth_of_a_question_is_its_answer_and_skill(question: str, answer: str, skill: str | None) -> None:
-    assert w.truth(question) == Truth(answer, skill)
+def test_the_truth_of_a_question_is_its_answer_and_skill(
+    question: str, answer: str, skill: str | None, shared: str | None
+) -> None:
+    assert w.truth(question) == Truth(answer, skill, shared)
 
 
 @pytest.mark.parametrize("text", ["what is 2+2?", "47+38", "47/38=", "83%0=", ""])

@@ -477,7 +477,7 @@ def test_a_round_killed_at_each_step_goes_on_where_it_stopped(
 def refusals_name_the_next_step(env: dict[str, str], folder: Path) -> None:
     """Issue 92: round record --from-verl of a construction generated again (other votes) into a
     round whose promotions are decided named `round withdraw`, which the round refuses; it names the
-    round's next step (the solver's training on solver.parquet, then diagnose --from-verl, then the
+    round's next step (the solver's training on solver.parquet, then its rollout dump diagnosed, then the
     commit), as round promote again does."""
     again = subprocess.run(  # the solver's construction generated again: other votes
         [sys.executable, "-m", "verl.trainer.main_generation_server", "--config-name", "solver"]
@@ -500,7 +500,7 @@ def refusals_name_the_next_step(env: dict[str, str], folder: Path) -> None:
         said = " ".join(refused.stderr.split())
         assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert refusal in said and "round 1 goes on at its next step record_failures: train the solver" in said
-        assert "solver.parquet" in said and "diagnose --from-verl" in said and "diagevo round commit --run r" in said
+        assert "solver.parquet" in said and "rollout dump" in said and "diagevo round commit --run r" in said
         assert "withdraw" not in said
 
 

@@ -36,8 +36,8 @@ from diagevo.text.words import close_to, you_mean
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
 """A line of a page's source that the build fills from the code (``<!-- generated: configuration -->``)."""
 UNRENDERED = (
-    "*(Generated from the code when the site or the wheel is built: `make docs`, or "
-    "`python -m docs.render DIR` in the checkout for the rendered pages in DIR.)*"
+    "*(Generated from the code when the site or the wheel is built: the contributing page says how to "
+    "render the pages of a checkout.)*"
 )
 """What a checkout shows for a generated section: its pages are the sources, rendered by a build."""
 

@@ -73,7 +73,7 @@ NO_QUESTION = (
 )
 PAST = {  # what a round whose promotions are decided takes next (Round.next_step), for a step it has passed
     "record_failures": "train the solver on its retained questions (verl: solver.parquet), then record and diagnose "
-    "its failures (verl: diagnose --from-verl), then commit it with",
+    "its failures (verl: its rollout dump), then commit it with",
     "diagnose": "diagnose its recorded failures, then commit it with",
     "commit": "commit it with",
 }
