@@ -54,11 +54,11 @@ def test_version_names_the_build_and_the_schema_it_writes() -> None:
     """The metadata's version (setup.py's, from the repository, once installed) and Alembic's head,
     each read where it is kept. A checkout past the release is a development version of the next
     patch, its commits since the release and its commit in it; none is typed by hand."""
-    import setup
+    from tests.wheels import checkout_version
 
     code, out, err = cli("--version")
     assert code == 0, err
-    built = setup.version()
+    built = checkout_version()
     assert importlib.metadata.version("diagevo") == built  # a stale install reports a stale version
     assert out == f"diagevo {built} (schema {head_revision()})\n"
     assert "version" not in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.wheels import REQUIRED, build_wheel
+from tests.wheels import REQUIRED, build_wheel, checkout_version
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,9 +98,7 @@ def test_a_wheel_user_is_told_fixes_for_a_wheel(wheel: Path, tmp_path: Path) -> 
         capture_output=True,
         text=True,
     )
-    import setup
-
-    assert where.stdout.split() == ["wheel", setup.version()], where.stdout + where.stderr
+    assert where.stdout.split() == ["wheel", checkout_version()], where.stdout + where.stderr
     done = subprocess.run([exe, "doctor", "--json"], cwd=work, env=env_vars, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     fixes = {c["name"]: c["fix"] for c in json.loads(done.stdout)["checks"] if c["fix"]}

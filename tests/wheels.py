@@ -32,7 +32,19 @@ def source_copy(out: Path) -> Path:
         ".venv*", ".git", "build", "dist", "site", "*.egg-info", "__pycache__", ".*_cache", "*.db*"
     )
     shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
+    # the copy has no repository to count the version from: it carries the checkout's, as an sdist does
+    (source / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: diagevo\nVersion: {checkout_version()}\n")
     return source
+
+
+def checkout_version() -> str:
+    """The version a build of the checkout gets (``setup.py``'s ``version()``), asked in a process of
+    its own: importing setuptools here would change what this process renders."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import setup; print(setup.version())"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 def build_wheel(out: Path) -> Path:
