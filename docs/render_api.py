@@ -260,6 +260,9 @@ def _bare(annotation: Any) -> Any:
 def _signature(obj: Any, shown: str, *, is_class: bool, method: bool = False) -> str:
     """``shown(parameters) -> returned``, a parameter a line when it would be wider than
     :data:`WIDEST`; a ``method``'s first parameter (``self``) left out."""
+    rebuild = getattr(obj, "model_rebuild", None)
+    if is_class and callable(rebuild):  # a pydantic model's signature is its fields' once it is built,
+        rebuild()  # which its first validation does: rendered alike whatever ran before in the process
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):  # a builtin or an object without one
