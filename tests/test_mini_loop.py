@@ -188,3 +188,25 @@ def test_the_shared_error_check_labels_retained_questions_by_their_rewordings(pa
     for s in labelled:
         if s.majority_label is not None:  # relabelled: the new label is a vote of the original too
             assert s.pseudo_label != s.majority_label and s.check_score > 0
+
+
+def test_the_first_solver_votes_as_the_run_started_whatever_the_solver_learnt(pair: Path) -> None:
+    """``filter.labeler = "initial"`` on real models: the votes come from the solver as the run
+    started (``solver.model``), the same samples a fresh backend draws, whatever weights the
+    trained solver holds (here its weights halved)."""
+    import torch
+
+    from diagevo.train.config import load_config
+    from diagevo.train.run import make_backend
+
+    models = [f'challenger.model="{pair / "challenger"}"', f'solver.model="{pair / "solver"}"']
+    config = ROOT / "configs" / "mini-cpu.toml"
+    texts = ["47+38=", "83-47=", "29+56="]
+    fresh = make_backend(load_config(config, models)).sample(texts, 6, random.Random(3))
+    trained = make_backend(load_config(config, models))
+    with torch.no_grad():  # the round's solver moved away from the run's first one
+        for weights in trained.model("solver").parameters():
+            weights.mul_(0.5)
+    trained._changed("solver")
+    assert trained.sample(texts, 6, random.Random(3), initial=True) == fresh
+    assert trained.sample(texts, 6, random.Random(3)) != fresh
