@@ -13,7 +13,7 @@ import diagevo
 from diagevo.log import open_log
 from tests.input_cases import cli
 from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
-from tests.test_readers_take_what_the_fold_takes import RUN, Forged, forged  # noqa: F401 - the fixture
+from tests.test_readers_take_what_the_fold_takes import RUN, Forged, forged  # noqa: F401, F811 - the fixture
 
 
 def _record_four(db: str) -> tuple[int, int]:
