@@ -13,7 +13,7 @@ import diagevo
 from diagevo.log import open_log
 from tests.input_cases import cli
 from tests.test_log_trainer_role import roles  # noqa: F401 - the fixture (PostgreSQL's trainer role)
-from tests.test_readers_take_what_the_fold_takes import RUN, Forged, forged  # noqa: F401, F811 - the fixture
+from tests.test_readers_take_what_the_fold_takes import RUN, Forged, forged  # noqa: F401 - the fixture
 
 
 def _record_four(db: str) -> tuple[int, int]:
@@ -39,7 +39,7 @@ def _record_four(db: str) -> tuple[int, int]:
     return first, last
 
 
-def test_a_withdrawal_of_half_a_batch_is_applied_by_no_reader_and_named(forged: Forged) -> None:
+def test_a_withdrawal_of_half_a_batch_is_applied_by_no_reader_and_named(forged: Forged) -> None:  # noqa: F811 - the fixture
     first, last = _record_four(forged.db)
     assert last - first + 1 == 8  # four question.generated and four question.scored
     with open_log(forged.db, create=False) as store:

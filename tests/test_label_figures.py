@@ -327,7 +327,7 @@ def test_the_initial_labeler_votes_as_the_run_started(tmp_path: Path) -> None:
     yet); from round 2 on the votes come from the run's first solver, so they differ from the
     trained solver's: the same questions, scored otherwise."""
     plain = sim_run(tmp_path, "plain", rounds=2)
-    first = sim_run(tmp_path, "first", ["filter.labeler=\"initial\""], rounds=2)
+    first = sim_run(tmp_path, "first", ['filter.labeler="initial"'], rounds=2)
     a, b = scored_texts(tmp_path, "plain"), scored_texts(tmp_path, "first")
     assert [s for t, _, s in a if t == 1] == [s for t, _, s in b if t == 1]
     assert [s for t, _, s in a if t == 2] != [s for t, _, s in b if t == 2]
