@@ -1,7 +1,8 @@
 """Resume is exact from every kill point: a simulator run killed (SIGKILL, nothing after it runs)
 at each phase boundary and inside each long phase of round 2, then resumed in a fresh process,
 gives the log of the uninterrupted run (wall-clock fields and checkpoint paths aside), or the
-resume refuses in one line saying what to do. The slow tier runs the mini world's matrix."""
+resume refuses in one line saying what to do. The slow tier kills a real round (the mini world,
+TRL's steps) where it differs: tests/test_mini_loop.py."""
 
 from __future__ import annotations
 

@@ -210,3 +210,52 @@ def test_the_first_solver_votes_as_the_run_started_whatever_the_solver_learnt(pa
     trained._changed("solver")
     assert trained.sample(texts, 6, random.Random(3), initial=True) == fresh
     assert trained.sample(texts, 6, random.Random(3)) != fresh
+
+
+# where a round of the real loop can be killed that the simulator's matrix (tests/test_crash_matrix.py)
+# does not reach: the challenger's checkpoint written, inside the solver's GRPO (TRL's steps), inside
+# the diagnosis of real failures
+MINI_KILL_POINTS = [("generate", 0), ("solver", 1), ("extract", 1)]
+
+
+@pytest.fixture(scope="module")
+def mini_uninterrupted(pair: Path, tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str, str]]:
+    from tests.test_crash_matrix import RUN
+    from tests.test_train import comparable
+
+    db = f"sqlite:///{tmp_path_factory.mktemp('mini-ref') / 'ref.db'}"
+    proc = _mini_train(pair, db)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return comparable(db, RUN)
+
+
+def _mini_train(pair: Path, db: str, *args: str, kill: tuple[str, int] | None = None):  # noqa: ANN202
+    """``diagevo train`` of one round of the pair (killed at ``kill`` of round 1 where given)."""
+    import subprocess
+    import sys
+
+    from tests.test_crash_matrix import ENV, KILLED, RUN
+
+    head = [sys.executable, "-c", "import sys; from diagevo.cli.app import main; main()"]
+    if kill is not None:
+        head = [sys.executable, "-c", KILLED, kill[0], str(kill[1]), "1"]
+    models = [f'challenger.model="{pair / "challenger"}"', f'solver.model="{pair / "solver"}"']
+    sets = [x for o in [*models, *SMALL] for x in ("--set", o)]
+    cmd = [*head, "train", "--config", str(ROOT / "configs" / "mini-cpu.toml"), "--db", db, "--run", RUN]
+    cmd += ["--quiet", "--rounds", "1", *sets, *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=ENV, timeout=1800)
+
+
+@pytest.mark.parametrize(("phase", "done"), MINI_KILL_POINTS, ids=[f"{p}-{d}" for p, d in MINI_KILL_POINTS])
+def test_a_real_round_killed_anywhere_resumes_to_the_uninterrupted_round(
+    phase: str, done: int, pair: Path, tmp_path: Path, mini_uninterrupted: list[tuple[str, str, str]]
+) -> None:
+    from tests.test_crash_matrix import RUN
+    from tests.test_train import comparable
+
+    db = f"sqlite:///{tmp_path / 'killed.db'}"
+    killed = _mini_train(pair, db, kill=(phase, done))
+    assert killed.returncode == -9, (phase, done, killed.returncode, killed.stderr[-2000:])
+    resumed = _mini_train(pair, db, "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert comparable(db, RUN) == mini_uninterrupted

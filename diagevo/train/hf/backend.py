@@ -602,7 +602,15 @@ class HFBackend:
         path = Path(path)
         for role in ("challenger", "solver"):
             self.model(role).save_pretrained(path / role)
-            self._tokenizers[role].save_pretrained(path / role)
+            tok = self._tokenizers[role]
+            # the fast tokenizer keeps its last call's padding and writes it into its files: a
+            # checkpoint saved after a padded generation would differ from the same checkpoint saved
+            # by a resumed process that has generated nothing yet; every call sets its own anyway
+            backend = getattr(tok, "_tokenizer", None)
+            if backend is not None:
+                backend.no_padding()
+                backend.no_truncation()
+            tok.save_pretrained(path / role)
             if own_optimizer(self.config, role):  # where the backend owns it: its steps, its kept state
                 save_state(self._optim[role], path / role)
 
