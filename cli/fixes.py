@@ -134,8 +134,10 @@ def _install(extra: str, inst: Installation) -> str:
 
 
 def _upgrade(inst: Installation) -> str:
+    """What installs a newer diagevo: a checkout's pull, else words (diagevo is on no public
+    index, so no one ``pip install`` serves every wheel install)."""
     if inst.kind == "wheel":
-        return shell_join([*_pip(inst), "install", "-U", "diagevo"])
+        return f"install a diagevo newer than {inst.version} from the index or wheel this one came from"
     assert inst.root is not None
     where = _here(inst.root)
     pull = "git pull" if where == "." else shell_join(["git", "-C", where, "pull"])

@@ -78,6 +78,9 @@ def show(db: DbOpt = None, run: RunOpt = None, json: JsonOpt = False) -> None:
     else:
         title = f"M_{current.t}" + (f" + round {current.open_round} so far" if current.open_round else "")
         render_memory(current, title)
+        versions = (("run opened", current.diagevo), (f"M_{current.t} committed", current.committed_diagevo))
+        if said := "; ".join(f"{what} by diagevo {wrote}" for what, wrote in versions if wrote):
+            console.print(text((said, "dim")))
 
 
 def _describe(entry: Entry) -> str:

@@ -89,13 +89,27 @@ def test_a_typed_event_is_stored_as_its_wire_form(event: object, wire: dict[str,
 def test_a_stored_event_of_an_older_version_reads_upcast() -> None:
     """run.started before ``trainer`` and the diagnoses before ``call`` (version 1): the field
     reads as None, and the event equals the one validated today."""
-    assert RunStarted.class_version == FailureDiagnosed.class_version == DiagnosisFailed.class_version == 2
+    assert FailureDiagnosed.class_version == DiagnosisFailed.class_version == 2
     started = RunStarted.from_stored({"config": {"k": 0.5}, "seed": 3}, 1)
     assert started == RunStarted(config={"k": 0.5}, seed=3) and started.trainer is None
     stored = {"failure_id": "f1", "matched_cause": "C1", "error_cause": None, "model": "m", "raw": ""}
     diagnosed = FailureDiagnosed.from_stored(stored, 1)
     assert diagnosed.call is None and diagnosed == FailureDiagnosed(**stored)
     assert "call" not in stored  # the stored data is left as it is
+
+
+def test_the_diagevo_that_wrote_a_run_start_or_a_commit_is_absent_from_older_rows() -> None:
+    """Version 3 of run.started and round.committed records the diagevo that wrote it: a row of
+    version 2 reads it as None, and an event that does not set it is stored as version 2 stored it."""
+    assert RunStarted.class_version == RoundCommitted.class_version == 3
+    started = RunStarted.from_stored({"config": {"k": 0.5}, "seed": 3, "trainer": "mine"}, 2)
+    assert started.diagevo is None and started == RunStarted(config={"k": 0.5}, seed=3, trainer="mine")
+    committed = RoundCommitted.from_stored({"F": 3, "summary": {"own": 1}}, 2)
+    assert committed.diagevo is None and committed == RoundCommitted(F=3, summary={"own": 1})
+    assert "diagevo" not in RoundCommitted(F=3).stored_data() and "diagevo" not in started.stored_data()
+    assert RoundCommitted(F=3, diagevo="0.2.0").stored_data() == {"F": 3, "diagevo": "0.2.0"}
+    with pytest.raises(InvalidEvent, match=r"^run.started: data.diagevo: diagevo contains the control character"):
+        RunStarted(config={"k": 0.5}, diagevo="0.2\n[bold]")
 
 
 def _state(event: BaseModel) -> dict[str, object]:

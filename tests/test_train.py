@@ -46,16 +46,19 @@ def small_args(db: str, run: str, rounds: int, tmp: Path) -> list[str]:
 
 
 def comparable(db: str, run: str) -> list[tuple[str, str, str]]:
-    """The log without wall-clock fields, ordered by event id. The target round
-    (``train.rounds``, what ``--rounds`` asked for) is where a process stopped, not how a round
-    ran: a ``run.configured`` that only moved it is left out, so a run trained to round 1 and
-    resumed to 3 compares equal to one trained to 3."""
+    """The log without wall-clock fields and the diagevo version that wrote each event (another
+    process may run another diagevo), ordered by event id. The target round (``train.rounds``,
+    what ``--rounds`` asked for) is where a process stopped, not how a round ran: a
+    ``run.configured`` that only moved it is left out, so a run trained to round 1 and resumed
+    to 3 compares equal to one trained to 3."""
     out = []
     in_force: dict | None = None
     with open_log(db) as s:
         for e in s.read(run, texts=True):
             data = {
-                k: v for k, v in e.event.model_dump().items() if k not in ("seconds", "timing", "latency_s", "path")
+                k: v
+                for k, v in e.event.model_dump().items()
+                if k not in ("seconds", "timing", "latency_s", "path", "diagevo")
             }
             if e.type in ("run.started", "run.configured"):
                 data.pop("trainer", None)  # who drives the run: the one field that tells them apart

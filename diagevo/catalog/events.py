@@ -7,7 +7,7 @@ variables, and each annotation would be evaluated again for every class a read c
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from diagevo.catalog.bookkeeping import (
     BatchWithdrawn,
@@ -35,6 +35,11 @@ Similarity = Annotated[float, Field(ge=-1.0, le=1.0, strict=True, allow_inf_nan=
 # --- milestones and the memory -----------------------------------------------------------------
 
 
+def _one_line(v: str | None, info: ValidationInfo) -> str | None:
+    """A trainer's name or a diagevo version on one line (``runs``, ``memory show`` and ``report`` show it)."""
+    return None if v is None else check_id(v, str(info.field_name), 200)
+
+
 class _RunConfig(Event):
     """A run's config (the hyperparameters, at least ``k``) and its seed."""
 
@@ -53,23 +58,21 @@ class _RunConfig(Event):
 
 
 class RunStarted(_RunConfig):
-    """A run begins: its config, its seed and the trainer that drives it (``diagevo train``,
-    or the name an external trainer gives; absent in logs of older diagevo versions)."""
+    """A run begins: its config, its seed, the trainer that drives it (``diagevo train``, or the name
+    an external trainer gives) and the diagevo version that opened it (each absent in older logs)."""
 
     name = "run.started"
     kind = Kind.MILESTONE
     folded = True
-    class_version = 2  # 2: trainer
-    stored_if_set = ("trainer",)
+    class_version = 3  # 2: trainer; 3: diagevo
+    stored_if_set = ("trainer", "diagevo")
     upcast_v1_v2 = staticmethod(absent_is_none("trainer"))
+    upcast_v2_v3 = staticmethod(absent_is_none("diagevo"))
 
     trainer: str | None = None
+    diagevo: str | None = None
 
-    @field_validator("trainer")
-    @classmethod
-    def _a_name(cls, v: str | None) -> str | None:
-        """A name on one line (shown by ``runs`` and ``report``)."""
-        return None if v is None else check_id(v, "trainer", 200)
+    _names = field_validator("trainer", "diagevo")(_one_line)
 
 
 class RunConfigured(_RunConfig):
@@ -316,10 +319,11 @@ class RoundCommitted(Event):
     name = "round.committed"
     kind = Kind.MILESTONE
     folded = True
-    class_version = 2  # 2: closed, the trainer's other figures in summary
+    class_version = 3  # 2: closed, the trainer's other figures in summary; 3: diagevo, the version that wrote it
     closed_since = 2
     free_form = "summary"
     upcast_v1_v2 = extra_into()
+    upcast_v2_v3 = staticmethod(absent_is_none("diagevo"))
 
     questions: int | None = None
     retained: int | None = None
@@ -347,6 +351,9 @@ class RoundCommitted(Event):
     # seconds by phase, a trainer's: JSON here; the rule "round summary readable" decides they are numbers
     timing: dict[str, Json] | None = None
     summary: dict[str, Json] | None = None  # the trainer's other figures, free-form
+    diagevo: str | None = None
+
+    _version = field_validator("diagevo")(_one_line)
 
 
 EVENT_CLASSES: tuple[type[Event], ...] = (

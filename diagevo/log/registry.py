@@ -254,7 +254,7 @@ def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
         return f"out of shape: {type_[:64]!r} is not an event type"
     required, fields, closed_since, newest = checker
     if not 1 <= version <= newest:
-        return version_refused(type_, version, newest)
+        return version_refused(type_, version, newest, data.get("diagevo"))
     closed = closed_since is not None and version >= closed_since
     if not data.keys() >= required:
         return f"out of shape: {type_} data lacks {', '.join(sorted(required - data.keys()))}"
@@ -272,11 +272,13 @@ def shape_problem(type_: str, data: dict[str, Any], version: int) -> str | None:
     return None
 
 
-def version_refused(type_: str, version: int, newest: int) -> str:
+def version_refused(type_: str, version: int, newest: int, wrote: Any = None) -> str:
     """Why every reader passes over a row of ``type_`` at ``version`` (its class reads versions 1
-    to ``newest``): one above was written by a newer diagevo, whose shape of it this one cannot know."""
+    to ``newest``): one above was written by a newer diagevo (``wrote``: its version, where the
+    row records it), whose shape of it this one cannot know."""
     if version > newest:
-        return f"written by a newer diagevo: {type_} version {version} (this diagevo reads up to version {newest})"
+        by = f" ({wrote[:40]!r})" if isinstance(wrote, str) else ""
+        return f"written by a newer diagevo{by}: {type_} version {version} (this diagevo reads up to version {newest})"
     return f"its schema_version {version} is not a version of {type_} (a whole number from 1)"
 
 

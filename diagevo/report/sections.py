@@ -21,7 +21,7 @@ from diagevo.results.stats import RoundRow
 from diagevo.text.redaction import redact_config
 from diagevo.text.words import plural
 from diagevo.views.queries import STEP_FIELDS
-from diagevo.views.runs import OUR_TRAINER, ForkedFrom
+from diagevo.views.runs import OUR_TRAINER, ForkedFrom, RunSummary
 
 Command = Callable[..., str]
 """``command("memory", "why", cause_id)``: a diagevo command for this database and run, as the
@@ -43,6 +43,7 @@ class Header:
     forked_from: ForkedFrom | None = None
     tags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    diagevo: str = ""  # "opened by 0.1.1; rounds committed by 0.1.1, 0.1.2" ("": an older diagevo's log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,16 @@ def header(data: RunData, db_url: str) -> Header:
         forked_from=data.about.forked_from,
         tags=list(data.about.tags),
         notes=list(data.about.notes),
+        diagevo=written_by(data.about),
     )
+
+
+def written_by(about: RunSummary) -> str:
+    """The diagevo versions that opened the run and committed its rounds, where recorded, each
+    version once (a hundred rounds make one line; ``runs --json`` has them by round)."""
+    said = [f"opened by {about.diagevo}"] if about.diagevo else []
+    committed = dict.fromkeys(about.round_diagevo[t] for t in sorted(about.round_diagevo))
+    return "; ".join(said + ([f"rounds committed by {', '.join(committed)}"] if committed else []))
 
 
 def summary(data: RunData) -> list[Card]:

@@ -70,10 +70,13 @@ class MemoryView:
 
 @dataclass(frozen=True)
 class CurrentMemory(MemoryView):
-    """The memory after the run's last event (``memory show --json``): a :class:`MemoryView`
-    and the round still open, if any."""
+    """The memory after the run's last event (``memory show --json``): a :class:`MemoryView`, the round
+    still open, if any, and the diagevo versions that opened the run and committed M_t (None: not recorded)."""
 
     open_round: int | None = None
+    diagevo: str | None = None
+    committed_diagevo: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "open_round": self.open_round}
+        versions = {"diagevo": self.diagevo, "committed_diagevo": self.committed_diagevo}
+        return {**super().to_dict(), "open_round": self.open_round, **versions}

@@ -62,7 +62,8 @@ def check_summary(summary: Mapping[str, Any] | None) -> dict[str, Any]:
             raise ProtocolError(
                 f"summary field {name!r} is counted from the log by the commit itself: leave it out of the summary"
             )
-    out: dict[str, Any] = {k: v for k, v in summary.items() if k in RoundCommitted.model_fields and k != "summary"}
+    declared = RoundCommitted.model_fields.keys() - {"summary", "diagevo"}  # diagevo: the version that commits
+    out: dict[str, Any] = {k: v for k, v in summary.items() if k in declared}
     if len(out) < len(summary):
         out["summary"] = {k: v for k, v in summary.items() if k not in out}
     try:

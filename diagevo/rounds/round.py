@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from diagevo.api import version
 from diagevo.catalog import (
     CATALOG,
     MEMORY_TYPES,
@@ -522,7 +523,7 @@ class Round:
             round_metrics = {**rank_metrics(ranks), **metrics}  # the caller's own, over the ranks'
             events = [self.event("eval", EvalRecorded(metrics=round_metrics))] if round_metrics else []
             fields: dict[str, Any] = {**counts, **({"ranks": len(ranks)} if ranks else {})}
-            committed = RoundCommitted(**fields, F=sched.F, epsilon_next=sched.epsilon, **extra)
+            committed = RoundCommitted(**fields, F=sched.F, epsilon_next=sched.epsilon, diagevo=version(), **extra)
             return [*events, self.event(RoundCommitted.name, committed)]
 
         try:

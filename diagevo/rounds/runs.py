@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from diagevo.api import version
 from diagevo.catalog import (
     CATALOG,
     MILESTONES,
@@ -112,13 +113,13 @@ def start_run(
     one id both find out, one of them here). ``seed`` is a whole number and ``run`` and
     ``trainer`` are strings: another type is refused, never coerced.
     ``trainer`` names what drives the run (``runs`` and ``report`` show it; only a run of
-    ``diagevo train`` resumes with it)."""
+    ``diagevo train`` resumes with it); the diagevo version that opens it is recorded with it."""
     record = config_record(config)
     if not isinstance(config, MethodConfig):
         config_from_record(record)  # a ConfigError naming the field, a typo with the name it likely means
     try:
         ev = new_event(
-            RunStarted(config=record, seed=seed, trainer=trainer),
+            RunStarted(config=record, seed=seed, trainer=trainer, diagevo=version()),
             run=run,
             at_round=0,
             event_id=keys.event_id(run, 0, RunStarted.name),

@@ -11,7 +11,7 @@ log and the pure memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import cast
 
 from diagevo.catalog import MILESTONES, Event, RoundCommitted, RunConfigured, RunStarted
@@ -129,6 +129,20 @@ def committed_rounds(store: EventReader, run: str) -> list[int]:
     the log does not hold or that never started."""
     committed = RoundCommitted.name
     return [row.round for row in bearings(store, run) if row.type == committed]
+
+
+def diagevo_versions(rows: Iterable[StoredEvent]) -> tuple[str | None, dict[int, str]]:
+    """The diagevo version that opened a run and, by committed round, the one that committed it,
+    of its milestones ``rows``, where the row records one as text (an older diagevo's does not)."""
+    opened: str | None = None
+    by_round: dict[int, str] = {}
+    for row in rows:
+        match row.event:
+            case RunStarted(diagevo=str() as wrote):
+                opened = wrote
+            case RoundCommitted(diagevo=str() as wrote):
+                by_round[row.round] = wrote
+    return opened, by_round
 
 
 def commit_memories(store: Recorder, run: str, after_round: int = 0) -> Iterator[Memory]:

@@ -17,7 +17,7 @@ from diagevo.text.calls import validated
 from diagevo.text.words import did_you_mean
 from diagevo.views.admission import admitted_rows
 from diagevo.views.checkpoints import checkpoint_log
-from diagevo.views.memory import load_memory, resolve_run
+from diagevo.views.memory import bearings, diagevo_versions, load_memory, resolve_run
 from diagevo.views.stats import accumulate, metric_columns, round_stats
 from diagevo.views.stories import CauseStory, UnknownCause, cause_rows, cause_story, recent_cause_rows
 
@@ -53,7 +53,9 @@ def memory_at(store: Recorder, at_round: int, run: str | None = None) -> MemoryV
 def show(store: Recorder, run: str | None = None) -> CurrentMemory:
     """The memory after the run's last event, an unfinished round included (``open_round``)."""
     mem = load_memory(store, resolve_run(store, run))
-    return CurrentMemory(**vars(memory_view(mem)), open_round=mem.open_round)
+    opened, by_round = diagevo_versions(bearings(store, mem.run))
+    view, committed = vars(memory_view(mem)), by_round.get(mem.committed)
+    return CurrentMemory(**view, open_round=mem.open_round, diagevo=opened, committed_diagevo=committed)
 
 
 @validated

@@ -37,6 +37,7 @@ from diagevo.results import Json
 from diagevo.text.calls import validated
 from diagevo.views.admission import admission, admitted_rows
 from diagevo.views.forks import fork_marker, whatif_settings
+from diagevo.views.memory import diagevo_versions
 
 _READ: tuple[type[Event], ...] = (*MILESTONES, RunConfigured, RunTagged, RunNoted)
 
@@ -76,10 +77,14 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)
     trainer: str = ""  # what drives the run (run.started), or OLDER_LOG
     passed_over: list[dict[str, Json]] = field(default_factory=list)  # {"seq", "why"} of each row its reads passed over
+    diagevo: str | None = None  # the diagevo version that opened it (None: not recorded, an older diagevo's log)
+    round_diagevo: dict[int, str] = field(default_factory=dict)  # committed round -> the version that committed it
 
     def to_json(self) -> dict[str, Json]:
         """The run as a row of ``diagevo runs --json``."""
-        return {**asdict(self), "forked_from": None if self.forked_from is None else self.forked_from.to_json()}
+        fork = None if self.forked_from is None else self.forked_from.to_json()
+        by_round = {str(t): v for t, v in self.round_diagevo.items()}  # JSON's keys are texts
+        return {**asdict(self), "forked_from": fork, "round_diagevo": by_round}
 
 
 OUR_TRAINER = "diagevo train"  # the name rounds.OUR_TRAINER gives (views sit below rounds)
@@ -135,7 +140,8 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     notes: list[str] = []
     trainer: str | None = None
     forked_at: int | None = None
-    for e in admitted_rows(store, run, types=_READ):  # a refused row (a forged note, a commit) is none of it
+    rows = list(admitted_rows(store, run, types=_READ))  # a refused row (a forged note, a commit) is none of it
+    for e in rows:
         match e.event:
             case RunStarted(config=run_config, trainer=name):
                 config = dict(run_config)
@@ -164,6 +170,7 @@ def summarise(store: Recorder, run: str) -> RunSummary:
     # another trainer's run stores the default train.rounds, which it never used: no total to show
     target = _rounds_asked(config) if trainer in (None, OUR_TRAINER) else None
     writer = store.lease_holder(run)
+    opened, by_round = diagevo_versions(rows)
     status = run_status(writer=writer, trainer=trainer, forked_at=forked_at, started=started, last=last, target=target)
     if forked is not None and forked.whatif is not None and status == "forked":
         status = "what-if"
@@ -182,6 +189,8 @@ def summarise(store: Recorder, run: str) -> RunSummary:
         notes=notes,
         trainer=trainer or OLDER_LOG,
         passed_over=[{"seq": r.seq, "why": r.why} for r in admission(store, run).refusals],
+        diagevo=opened,
+        round_diagevo=by_round,
     )
 
 
