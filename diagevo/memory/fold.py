@@ -262,14 +262,8 @@ class Draft:
                 causes[cid] = replace(c, node=node)
 
 
-# What a stored row must hold of its type's required fields: all of them, and the texts the fold
-# reads as texts. A row stored without the database's check (SQLite, or a raw write) that lacks
-# one is named, not met with an AttributeError or a TypeError.
-@cache
-def _required(cls: type[Event]) -> frozenset[str]:
-    return frozenset(n for n, f in cls.model_fields.items() if f.is_required())
-
-
+# The texts the fold reads as texts: a row stored without the database's check (SQLite, or a raw
+# write) that lacks one is named, not met with an AttributeError or a TypeError.
 @cache
 def _texts(cls: type[Event]) -> tuple[str, ...]:
     if not cls.folded:
