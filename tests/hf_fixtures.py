@@ -23,9 +23,13 @@ def tiny_pair(config: pytest.Config) -> Path:
         out = Path(tempfile.mkdtemp(prefix="diagevo-tiny-"))
     else:
         out = Path(cache.mkdir(f"diagevo-tiny-{key}"))
-    if not (out / "tiny.json").is_file():
-        shutil.rmtree(out)  # empty, or what an interrupted older build left
-        tiny.build_tiny(out, TEST_SPEC)
+    import fcntl
+
+    with open(out.parent / f"{out.name}.lock", "w") as lock:  # two test processes (pytest -n) build it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "tiny.json").is_file():
+            shutil.rmtree(out, ignore_errors=True)  # empty, or what an interrupted older build left
+            tiny.build_tiny(out, TEST_SPEC)
     return out
 
 
