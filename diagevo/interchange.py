@@ -22,7 +22,6 @@ from diagevo.log import EventReader, Recorder, StoredEvent, payload
 from diagevo.log.canonical import canonical_bytes
 from diagevo.log.chain import GENESIS_HASH, Pending, canonical_event_json, chain_hash
 from diagevo.memory.counting import Ledger, Tally
-from diagevo.memory.fold import Draft
 from diagevo.results.runs import LeftBehind
 from diagevo.schemas import EventIn, InvalidEvent, validate_event
 from diagevo.text.parsing import loads, one_line, split_lines
@@ -143,9 +142,10 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
         if ledger is None:
             ledger = ledgers[ev.run] = _ledger(store, ev.run, events, ev.run in held)
         event = ev.event
-        broken = ledger.take(ev.round, event)  # against the memory before the event
-        if ledger.refused is not None:
-            raise IngestError(no, str(ledger.refused))
+        taken = ledger.take(ev.round, event)  # against the memory before the event
+        if taken.refusal is not None:
+            raise IngestError(no, taken.refusal.why)
+        broken = taken.broken
         if broken is None and isinstance(event, RunForked):
             broken = _fork_refusal(store, ev, event, ev.run in held, {e.run for _, e in events})
         if broken is not None:
@@ -191,7 +191,7 @@ def _ledger(store: Recorder, run: str, events: list[tuple[int, EventIn]], held: 
     mine = [ev for _, ev in events if ev.run == run]
     tally = stored_tally(store, run, mine, rounds=True) if held else Tally()
     tally.whatif = any(isinstance(e := ev.event, RunForked) and e.whatif is not None for ev in mine)
-    return Ledger(run, tally, Draft(load_memory(store, run)) if held else None)
+    return Ledger.folded(run, tally, load_memory(store, run) if held else None)
 
 
 def _as_stored(ev: EventIn) -> tuple[str, int, int, bytes]:

@@ -41,7 +41,7 @@ from diagevo.errors import BadInput, NotFound
 from diagevo.interchange import copied_or_left
 from diagevo.log import EventReader, Recorder, StoredEvent
 from diagevo.memory.deciders import DecisionError, decide_attribution, decide_promotions, promotion_evidence
-from diagevo.memory.fold import Draft, InvariantError, start
+from diagevo.memory.fold import Folding, InvariantError
 from diagevo.memory.forks import WHATIF_SETTINGS, whatif_config
 from diagevo.memory.schedule import schedule
 from diagevo.memory.state import Memory
@@ -188,7 +188,7 @@ class _Deriving:
     source: str
     new: str
     settings: Mapping[str, str]
-    draft: Draft | None = None
+    folding: Folding | None = None  # the what-if's memory, through the fold's one loop (from its run.started)
     base: Memory | None = None  # M'_{t-1}: what the round's promotions are decided against
     method: MemoryConfig = field(default_factory=MemoryConfig)
     # (type, round, cause, failure) -> the id of the source's decision
@@ -212,9 +212,11 @@ class _Deriving:
     def _add(self, ev: EventIn) -> None:
         event = ev.event
         if isinstance(event, RunStarted):
-            self.draft = Draft(start(self.new, event))
-        elif self.draft is not None:
-            self.draft.apply(event, ev.round)
+            self.folding = Folding(self.new)
+        if self.folding is not None:
+            refusal, _ = self.folding.take(StoredEvent.of(0, ev.round, event))
+            if refusal is not None:  # the source's admitted rows, re-decided: a refusal is this what-if's own
+                raise InvariantError(f"{ev.type} of round {ev.round}: {refusal.why}")
         if isinstance(event, RoundCommitted):
             self.base, self.rows = self.memory(), []
         else:
@@ -222,9 +224,9 @@ class _Deriving:
         self.out.append(ev)
 
     def memory(self) -> Memory:
-        if self.draft is None:
+        if self.folding is None or self.folding.draft is None:
             raise WhatIfError(f"run {self.source!r} does not begin with {RunStarted.name}")
-        return self.draft.freeze()
+        return self.folding.draft.freeze()
 
     def decided(self, event: CausePromoted | CauseReactivated, rnd: int) -> None:
         """A re-decided memory event: the recorded event's id when the source decided the same."""

@@ -502,7 +502,7 @@ def _with_data(base: Base, etype: str, pick: int, **changes: Any) -> list[Line]:
     return lines
 
 
-TIMING_SECONDS = "round summary readable: round 2's commit holds timing.solver as null, not a number of seconds"
+TIMING_SECONDS = "round.committed holds timing.solver as null, not a number of seconds"
 
 
 @pytest.mark.parametrize(

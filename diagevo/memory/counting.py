@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from diagevo.catalog import (
     CATALOG,
@@ -43,16 +43,16 @@ from diagevo.catalog import (
     RoundCommitted,
     RoundStarted,
     RunForked,
+    StoredEvent,
     UnreadableRow,
 )
-from diagevo.catalog.event import FIGURE_BOUND, json_kinds
 from diagevo.config.errors import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.fold import Draft, InvariantError, Read, Row, check_first, check_shape, start
+from diagevo.memory.fold import Draft, Folding, InvariantError, Read, Row
 from diagevo.memory.forks import fork_opening
-from diagevo.memory.state import Cause, MemoryImage, Refusal
+from diagevo.memory.state import Cause, Memory, MemoryImage, Refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,9 +248,6 @@ def _decided(t: Tally, rnd: int, ev: PromotionsDecided, mem: Causes | None) -> B
 
 def _committed(t: Tally, rnd: int, ev: RoundCommitted, mem: Causes | None) -> Broken:
     try:
-        unreadable = timing_problem(ev.timing)
-        if unreadable is not None:
-            return "round summary readable", f"round {rnd}'s commit {unreadable}"
         if rnd in t.committed:
             return "round committed once", f"round {rnd} is committed already"
         if mem is None or rnd in t.decided or rnd in t.promoted:
@@ -407,22 +404,6 @@ def decided_promotions(mem: Causes, targets: Mapping[str, Any], votes: Mapping[s
     return frozenset(c.cause_id for c in changes)
 
 
-def timing_problem(timing: Any) -> str | None:
-    """What in a commit's ``timing`` (seconds by phase) its readers cannot read, or None: a phase
-    whose seconds are no number, or beyond :data:`FIGURE_BOUND`. The types of the commit's fields
-    themselves are the catalog's (:class:`~diagevo.catalog.RoundCommitted`'s: checked on every
-    write, the database's included); the values inside ``timing`` are this rule's."""
-    if not isinstance(timing, Mapping):
-        return None  # null, or no object: the catalog's type check names it
-    slow = next((phase for phase, sec in timing.items() if "number" not in json_kinds(sec)), None)
-    if slow is not None:
-        return f"holds timing.{slow} as {' or '.join(sorted(json_kinds(timing[slow])))}, not a number of seconds"
-    vast = next((phase for phase, sec in timing.items() if not -FIGURE_BOUND <= sec <= FIGURE_BOUND), None)
-    if vast is None:
-        return None
-    return f"holds timing.{vast} as {repr(timing[vast])[:24]}, beyond {FIGURE_BOUND:g} seconds"
-
-
 def _cause_said(matched: Any, described: Any) -> str:
     if matched is not None:
         return f"cause {matched!r}"
@@ -446,6 +427,7 @@ class Audit:
     breaks: list[CountBreak]
     invariant: str | None
     refused_at: int | None = None
+    refused: tuple[Refusal, ...] = ()  # every row the fold refused, as every reader's fold refuses it
 
     @property
     def first_bad(self) -> int | None:
@@ -454,83 +436,58 @@ class Audit:
         return min(seqs, default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """The fold's verdict on one event (its refusal; None: taken) and the counting rule it
+    breaks (None: none, or the event was refused for its place and never counted)."""
+
+    refusal: Refusal | None
+    broken: Broken
+
+
 @dataclass(slots=True)
 class Ledger:
-    """A run's counts and its memory moved on together, one event at a time: the event checked
-    against the counts and the memory before it, then counted and folded. The one loop of
-    ``memory verify`` (:func:`audit`), ingest, and the round protocol's and the diagnosis's
-    appends. ``draft``: the memory at hand (None: the run's first event starts it);
-    ``folds=False``: the counts alone, without the memory's rules."""
+    """A run's counts and its memory moved on together, one event at a time, through the fold's
+    one loop (:class:`~diagevo.memory.fold.Folding`): the event checked against the counts and the
+    memory before it, then counted and folded. What ``memory verify`` (:func:`audit`), ingest, and
+    the round protocol's and the diagnosis's appends take events by. ``folding``: the memory at
+    hand (a folding of None: the run's first event starts it); None: the counts alone, without
+    the memory's rules."""
 
     run: str
     tally: Tally = field(default_factory=Tally)
-    draft: Draft | None = None
-    folds: bool = True
-    refused: InvariantError | None = None  # why the fold refused the first event it refused
-    refused_now: bool = False  # whether it refused the last event taken (passed over, as readers do)
-    early: list[Refusal] = field(default_factory=list)  # rows no reader can take, ahead of the run's start
+    folding: Folding | None = None
 
-    def take(self, rnd: int, event: Event, seq: int = 0) -> Broken:
-        """(rule, reason) of the counting rule the event breaks, else None; the event counted
-        whether or not it broke one (a reader goes on past a break), and folded unless the fold
-        refuses it: then it is passed over, as every reader passes it over (:attr:`refused` says
-        why the fold refused the first one). A run whose first event does not start it folds no
-        more."""
-        self.refused_now = False
-        return self._take(rnd, event, seq)
+    @classmethod
+    def folded(cls, run: str, tally: Tally, memory: Memory | None) -> Ledger:
+        """The counts and the memory from ``memory`` on (None: from the run's ``run.started``)."""
+        return cls(run, tally, Folding(run, memory))
 
-    def _take(self, rnd: int, event: Event, seq: int) -> Broken:
-        if self.folds and self.draft is not None and not self.refused_now:
-            out_of_order = self.draft.order_problem(type(event), rnd)
-            if out_of_order is not None:  # passed over: neither counted nor held against the counts
-                self._refuse(InvariantError(out_of_order), seq, type(event).name)
-                return None
-        rule = RULES.get(type(event))
-        broken = None if rule is None else rule(self.tally, rnd, event, self.draft if self.folds else None)
-        self.tally.last = (rnd, type(event))
-        if self.folds and not self.refused_now:
-            self._fold(rnd, event, seq)
-        return broken
+    def take(self, rnd: int, event: Event, seq: int = 0) -> Taken:
+        """:meth:`take_row` of a producer's event (in the shape of a stored row)."""
+        return self.take_row(StoredEvent.of(seq, rnd, event))
 
-    def _fold(self, rnd: int, event: Event, seq: int) -> None:
+    def take_row(self, row: Read) -> Taken:
+        """The fold's verdict on ``row`` and the rule it breaks: counted (whether or not it broke
+        a rule: a reader goes on past a break) unless refused for its place, and folded unless the
+        fold refuses it (then passed over, as every reader passes it over). Without a folding,
+        counted alone."""
+        if self.folding is None:
+            if isinstance(row, UnreadableRow):
+                return Taken(Refusal(row.seq, row.type, row.why), None)
+            return Taken(None, self._count(row, None))
         try:
-            if self.draft is None:
-                check_first(self.run, type(event), rnd)
-                self.draft = Draft(start(self.run, event, seq))  # type: ignore[arg-type]
-                self.draft.refused[:0] = self.early
-            else:
-                self.draft.apply(event, rnd)
-        except InvariantError as exc:
-            self._refuse(exc, seq, type(event).name)
-            self.folds = self.draft is not None
+            refusal, broken = self.folding.take(row, self._count)
+        except InvariantError as exc:  # a run.started the fold cannot start from
+            refusal, broken = Refusal(row.seq, row.type, str(exc)), None
+        return Taken(refusal, broken)
 
-    def _refuse(self, exc: InvariantError, seq: int, type_: str) -> None:
-        """The event at ``seq`` passed over: kept in the memory's refusals (as every fold keeps it)."""
-        self.refused, self.refused_now = self.refused or exc, True
-        if self.draft is not None:
-            self.draft.refuse(seq, type_, str(exc))
-
-    def pass_unreadable(self, row: UnreadableRow) -> None:
-        """A row no reader can take, refused where it lies as the fold refuses it (neither counted
-        nor folded; ``memory verify`` names it apart): kept in the memory's refusals, those ahead
-        of the run's start kept until it starts."""
-        if self.draft is None:
-            self.early.append(Refusal(row.seq, row.type, row.why))
-        else:
-            self.draft.refuse(row.seq, row.type, row.why)
-
-    def take_row(self, row: Row) -> Broken:
-        """:meth:`take` of a stored row's event, built unvalidated (:meth:`Event.from_stored`): a
-        row the fold reads out of shape is counted, not folded (the fold refuses it)."""
+    def _count(self, row: Row, mem: Draft | None) -> Broken:
         event = row.event
-        cls = type(event)
-        self.refused_now = False
-        if cls.folded and self.folds:
-            try:
-                check_shape(event)
-            except InvariantError as exc:
-                self._refuse(exc, row.seq, row.type)
-        return self._take(row.round, event, row.seq)
+        rule = RULES.get(type(event))
+        broken = None if rule is None else rule(self.tally, row.round, event, mem)
+        self.tally.last = (row.round, type(event))
+        return broken
 
 
 def audit(rows: Iterable[Read], run: str, *, whatif: bool = False, took: Callable[[Row], None] | None = None) -> Audit:
@@ -538,38 +495,37 @@ def audit(rows: Iterable[Read], run: str, *, whatif: bool = False, took: Callabl
     the rules with the memory before it: one pass. Past an event the fold refuses, the rules
     that need no memory are still checked. ``whatif``: the run is a what-if; ``took``: told of
     each row the fold takes (what ``memory stats`` counts), in the same pass."""
-    ledger = Ledger(run, Tally(whatif=whatif))
+    ledger = Ledger.folded(run, Tally(whatif=whatif), None)
+    folding = ledger.folding
+    assert folding is not None
     found: list[CountBreak] = []
     commits: dict[int, MemoryImage] = {}
-    refused_at: int | None = None
+    first: Refusal | None = None
     for row in rows:
-        if isinstance(row, UnreadableRow):
-            ledger.pass_unreadable(row)
+        taken = ledger.take_row(row)
+        if taken.broken is not None:
+            found.append(CountBreak(row.seq, *taken.broken))
+        if taken.refusal is not None:
+            if first is None and not isinstance(row, UnreadableRow):  # verify names an unreadable row apart
+                first = taken.refusal
             continue
-        seq = row.seq
-        broken = ledger.take_row(row)
-        if broken is not None:
-            found.append(CountBreak(seq, *broken))
-        if ledger.refused_now or not ledger.folds:
-            refused_at = seq if refused_at is None else refused_at
-            continue
+        row = cast(Row, row)
         if took is not None:
             took(row)
-        if row.type == RoundCommitted.name:
-            draft = ledger.draft
-            assert draft is not None  # a run's first event starts it, or the fold refused it
-            draft.last_seq = seq
-            commits[draft.committed] = draft.freeze().to_json()
-    failed = None if ledger.refused is None else f"seq {refused_at}: {ledger.refused}"
-    return Audit(commits, found, failed, refused_at)
+        if row.type == RoundCommitted.name and folding.draft is not None:
+            folding.draft.last_seq = row.seq
+            commits[folding.draft.committed] = folding.draft.freeze().to_json()
+    failed = None if first is None else f"seq {first.seq}: {first.why}"
+    refused = tuple(folding.early if folding.draft is None else folding.draft.refused)
+    return Audit(commits, found, failed, None if first is None else first.seq, refused)
 
 
 def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:
     """Every break of the rules in the stored rows of one run, in log order
     (the rows of the types no rule reads are passed over)."""
-    ledger = Ledger("", folds=False)
+    ledger = Ledger("")
     for row in rows:
         if CATALOG.get(row.type) in RULES:
-            broken = ledger.take_row(row)
+            broken = ledger.take_row(row).broken
             if broken is not None:
                 yield CountBreak(row.seq, *broken)

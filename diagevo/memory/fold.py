@@ -15,11 +15,11 @@ afterwards). From the outside the memory stays a value: no frozen memory is ever
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cache
 from types import MappingProxyType
-from typing import cast
+from typing import TypeVar, cast
 
 from diagevo.catalog import (
     CATALOG,
@@ -37,6 +37,7 @@ from diagevo.catalog import (
     StoredEvent,
     UnreadableRow,
 )
+from diagevo.catalog.event import FIGURE_BOUND, json_kinds
 from diagevo.errors import BadInput
 from diagevo.memory.state import Cause, CauseState, Memory, Node, Refusal, id_number
 from diagevo.text.parsing import config_k
@@ -64,6 +65,9 @@ class NotStarted(InvariantError):
 class NotCommitted(InvariantError):
     """The round asked for has no commit the fold took (none in the log, or one passed over)."""
 
+
+B = TypeVar("B")
+"""What a :class:`Folding`'s caller makes of each row it counts (the counting rules' break)."""
 
 _SCALARS = tuple(f.name for f in fields(Memory) if f.name not in ("causes", "nodes", "committed_rounds", "refused"))
 """The memory's fields a draft holds as they are (its tables it copies on first write)."""
@@ -279,12 +283,46 @@ def check_shape(event: Event) -> None:
     for name in _texts(cls):
         if not isinstance(getattr(event, name, None), str):
             raise InvariantError(f"{cls.name}'s data.{name} is not a text")
+    if cls is RoundCommitted:
+        problem = commit_problem(cast(RoundCommitted, event))
+        if problem is not None:
+            raise InvariantError(f"{cls.name} {problem}")
     if cls is RunStarted or cls is RunConfigured:
         configured = cast(RunStarted | RunConfigured, event)
         if not isinstance(getattr(configured, "config", None), Mapping):  # absent: a required field unset
             raise InvariantError(f"{cls.name}'s data.config is not a table")
         if type(configured.seed) is not int:
             raise InvariantError(f"{cls.name}'s data.seed is not a whole number")
+
+
+SHARES = ("heldout_acc", "pseudo_label_acc", "val_acc", "retained_label_acc", "wrong_reward_share")
+"""A commit's figures that are shares (0 to 1), each also by skill (``<name>_by_skill``)."""
+
+
+def commit_problem(commit: RoundCommitted) -> str | None:
+    """What in a commit's figures no reader can mean, or None: a share (:data:`SHARES`) outside
+    0-1, a phase's seconds (``timing``) that are no number, negative or beyond
+    :data:`~diagevo.catalog.event.FIGURE_BOUND`. The types of the fields are the catalog's
+    (checked on every write, the database's included); their sense is this rule's, so that a
+    commit beyond it is passed over by every reader and ``memory verify`` alike."""
+    for name in SHARES:
+        by_skill = getattr(commit, f"{name}_by_skill", None)
+        figures = {name: getattr(commit, name, None)} | (
+            {f"{name}_by_skill.{k}": v for k, v in by_skill.items()} if isinstance(by_skill, Mapping) else {}
+        )
+        for said, value in figures.items():
+            if value is not None and not (isinstance(value, int | float) and 0 <= value <= 1):
+                return f"holds {said} as {repr(value)[:24]}, not a share from 0 to 1"
+    timing = commit.timing
+    if not isinstance(timing, Mapping):
+        return None  # null, or no object: the catalog's type check names it
+    slow = next((phase for phase, sec in timing.items() if "number" not in json_kinds(sec)), None)
+    if slow is not None:
+        return f"holds timing.{slow} as {' or '.join(sorted(json_kinds(timing[slow])))}, not a number of seconds"
+    odd = next((phase for phase, sec in timing.items() if not 0 <= cast(float, sec) <= FIGURE_BOUND), None)
+    if odd is None:
+        return None
+    return f"holds timing.{odd} as {repr(timing[odd])[:24]}, not from 0 to {FIGURE_BOUND:g} seconds"
 
 
 def start(run: str, event: RunStarted | RunConfigured, seq: int = 0) -> Memory:
@@ -350,53 +388,84 @@ def _folded_event(row: Row) -> Event:
     return event
 
 
-def _steps(draft: Draft | None, run: str, rows: Iterable[Read]) -> Iterator[tuple[Draft, Read, bool]]:
-    """The fold's one loop: ``rows`` folded on ``draft`` (None: the run's ``run.started`` starts
-    it), with the draft after each row and whether the fold took it. An event the fold applies is
-    built from its row (:meth:`Event.from_stored`); any other only opens its round. A row the fold
-    refuses is passed over, the draft as it was (each change is checked before it is made), and
-    kept in the draft's refusals; so is a row ahead of the run's ``run.started`` (stored raw where
-    no database keeps the run's opening). A run whose rows hold no ``run.started`` is
-    :class:`NotStarted`; a ``run.started`` the fold cannot start from stops it (nothing to fold on).
-    A row no reader can take (:class:`~diagevo.catalog.UnreadableRow`) is refused where it lies."""
-    early: list[Refusal] = []
-    for row in rows:
+class Folding:
+    """The fold's one loop, a row at a time: every reader, ``memory verify``, ingest and the
+    round's appends take or refuse each row here, by the same verdict, so none can disagree.
+
+    A row no reader can take (:class:`~diagevo.catalog.UnreadableRow`), of a type this diagevo
+    does not know, or out of the order of rounds is refused for its place alone; any other is
+    first shown to the caller's ``count`` (the counting rules, against the memory before it:
+    :class:`~diagevo.memory.counting.Ledger`), then folded: an event the fold applies is built
+    from its row (:meth:`Event.from_stored`) and checked before it changes anything, any other
+    only opens its round. A refused row is passed over, the draft as it was, and kept in the
+    draft's refusals; so is a row ahead of the run's ``run.started`` (kept until the run starts:
+    stored raw where no database keeps the run's opening). A ``run.started`` the fold cannot start
+    from raises: there is nothing to fold on."""
+
+    __slots__ = ("run", "draft", "early")
+
+    def __init__(self, run: str, memory: Memory | None = None) -> None:
+        self.run = run
+        self.draft: Draft | None = None if memory is None else Draft(memory)  # None: run.started starts it
+        self.early: list[Refusal] = []  # refusals ahead of the run's start
+
+    def take(self, row: Read, count: Callable[[Row, Draft | None], B] | None = None) -> tuple[Refusal | None, B | None]:
+        """The fold's verdict on ``row`` (None: taken; else its refusal), and what ``count`` made
+        of it (None where the row was refused for its place, never shown to ``count``)."""
         if isinstance(row, UnreadableRow):
-            if draft is None:
-                early.append(Refusal(row.seq, row.type, row.why))
-            else:
-                draft.refuse(row.seq, row.type, row.why)
-                yield draft, row, False
-        elif draft is not None:
-            yield draft, row, _took(draft, row)
-        elif row.type != RunStarted.name:
-            early.append(Refusal(row.seq, row.type, f"run {run!r} has {row.type} before {RunStarted.name}"))
-        else:
-            try:
-                check_first(run, RunStarted, row.round)
-                draft = Draft(start(run, _folded_event(row), row.seq))  # type: ignore[arg-type]
-            except InvariantError as exc:  # a reader names the event it could not fold
-                raise InvariantError(f"seq {row.seq}: {exc}") from None
-            draft.refused[:0] = early
-            yield draft, row, True
-    if draft is None and early:
-        raise NotStarted(f"run {run!r} has no {RunStarted.name}", refused=tuple(early))
-
-
-def _took(draft: Draft, row: Row) -> bool:
-    """One row folded on ``draft``: False when the fold refused it (kept in its refusals)."""
-    cls = CATALOG.get(row.type)
-    try:
+            return self._refuse(row.seq, row.type, row.why), None
+        draft = self.draft
+        if draft is None:
+            return self._start(row, count)
+        cls = CATALOG.get(row.type)
         if cls is None:
-            raise InvariantError(f"{row.type!r} is no event type this diagevo knows")
-        if not cls.folded or row.round != draft.committed + 1:
-            draft.skip(cls, row.round)
-        else:
-            draft._change(_folded_event(row), row.round)
-    except InvariantError as exc:
-        draft.refuse(row.seq, row.type, str(exc))
-        return False
-    return True
+            return self._refuse(row.seq, row.type, f"{row.type!r} is no event type this diagevo knows"), None
+        why = draft.order_problem(cls, row.round)
+        if why is not None:
+            return self._refuse(row.seq, row.type, why), None
+        counted = None if count is None else count(row, draft)
+        try:
+            if cls.folded and row.round == draft.committed + 1:
+                draft._change(_folded_event(row), row.round)
+            else:
+                draft.skip(cls, row.round)
+        except InvariantError as exc:
+            return self._refuse(row.seq, row.type, str(exc)), counted
+        return None, counted
+
+    def _start(self, row: Row, count: Callable[[Row, Draft | None], B] | None) -> tuple[Refusal | None, B | None]:
+        """The run's first row the fold takes: its ``run.started`` in round 0; any row before it
+        refused for its place."""
+        if row.type != RunStarted.name:
+            return self._refuse(row.seq, row.type, f"run {self.run!r} has {row.type} before {RunStarted.name}"), None
+        check_first(self.run, RunStarted, row.round)
+        counted = None if count is None else count(row, None)
+        self.draft = Draft(start(self.run, _folded_event(row), row.seq))  # type: ignore[arg-type]
+        self.draft.refused[:0] = self.early
+        return None, counted
+
+    def _refuse(self, seq: int, type_: str, why: str) -> Refusal:
+        refusal = Refusal(seq, type_, why)
+        (self.early if self.draft is None else self.draft.refused).append(refusal)
+        return refusal
+
+
+def _steps(draft: Draft | None, run: str, rows: Iterable[Read]) -> Iterator[tuple[Draft, Read, bool]]:
+    """:class:`Folding` over ``rows`` from ``draft`` (None: the run's ``run.started`` starts it):
+    the draft after each row once the run has started, and whether the fold took the row. A run
+    whose rows hold no ``run.started`` is :class:`NotStarted`; a ``run.started`` the fold cannot
+    start from stops it, named by its seq."""
+    folding = Folding(run)
+    folding.draft = draft
+    for row in rows:
+        try:
+            refusal, _ = folding.take(row)
+        except InvariantError as exc:  # a reader names the event it could not fold
+            raise InvariantError(f"seq {row.seq}: {exc}") from None
+        if folding.draft is not None:
+            yield folding.draft, row, refusal is None
+    if folding.draft is None and folding.early:
+        raise NotStarted(f"run {run!r} has no {RunStarted.name}", refused=tuple(folding.early))
 
 
 def commits(rows: Iterable[Read], run: str, memory: Memory | None = None) -> Iterator[Memory]:

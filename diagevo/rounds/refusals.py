@@ -24,7 +24,6 @@ from diagevo.catalog import (
 from diagevo.errors import withdraw_call
 from diagevo.log import EventReader
 from diagevo.memory.counting import Ledger
-from diagevo.memory.fold import Draft
 from diagevo.memory.state import Memory
 from diagevo.rounds.failures import FAILURE_FIELDS, FAILURE_TYPES
 from diagevo.rounds.protocol import ProtocolError
@@ -148,10 +147,10 @@ def refuse_counted_twice(store: EventReader, run: str, events: Sequence[EventIn]
     held = store.existing_ids(run, [ev.event_id for ev in events])
     fresh = [ev for ev in events if ev.event_id not in held]
     tally = stored_tally(store, run, fresh)
-    ledger = Ledger(run, tally, Draft(memory) if memory is not None else None, folds=memory is not None)
+    ledger = Ledger.folded(run, tally, memory) if memory is not None else Ledger(run, tally)
     for ev in fresh:
-        broken = ledger.take(ev.round, ev.event)
-        if broken is not None:
-            raise ProtocolError(f"{ev.type} refused: {broken[0]}: {broken[1]}")
-        if ledger.refused is not None:
-            raise ProtocolError(f"{ev.type} refused: {ledger.refused}")
+        taken = ledger.take(ev.round, ev.event)
+        if taken.broken is not None:
+            raise ProtocolError(f"{ev.type} refused: {taken.broken[0]}: {taken.broken[1]}")
+        if taken.refusal is not None:
+            raise ProtocolError(f"{ev.type} refused: {taken.refusal.why}")

@@ -44,7 +44,7 @@ def stored_tally(store: EventReader, run: str, events: Iterable[EventIn], *, rou
     if found:  # a milestone the fold refused (a commit of a round that never ran) is none of the run's
         kept = {row.seq for row in bearings(store, run)}
         found = {seq: e for seq, e in found.items() if seq in kept or e.type not in _BEARING_NAMES}
-    ledger = Ledger(run, folds=False)
+    ledger = Ledger(run)
     for seq in sorted(found):
         ledger.take_row(found[seq])  # its breaks: verify names them
     return ledger.tally
