@@ -417,18 +417,18 @@ class Folding:
         draft = self.draft
         if draft is None:
             return self._start(row, count)
-        cls = CATALOG.get(row.type)
+        cls, t = CATALOG.get(row.type), row.round
         if cls is None:
             return self._refuse(row.seq, row.type, f"{row.type!r} is no event type this diagevo knows"), None
-        why = draft.order_problem(cls, row.round)
+        why = None if t == draft.committed + 1 else draft.order_problem(cls, t)  # the next round: in order
         if why is not None:
             return self._refuse(row.seq, row.type, why), None
         counted = None if count is None else count(row, draft)
         try:
-            if cls.folded and row.round == draft.committed + 1:
-                draft._change(_folded_event(row), row.round)
-            else:
-                draft.skip(cls, row.round)
+            if cls.folded and t == draft.committed + 1:
+                draft._change(_folded_event(row), t)
+            elif t == draft.committed + 1:
+                draft.open_round = t  # evidence and bookkeeping: it only opens its round
         except InvariantError as exc:
             return self._refuse(row.seq, row.type, str(exc)), counted
         return None, counted
