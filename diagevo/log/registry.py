@@ -340,7 +340,13 @@ def _fits(check: dict[str, Any], value: Any) -> bool:
     if "enum" in check and value not in check["enum"]:
         return False
     items = check.get("items")
-    return items is None or not isinstance(value, list) or all(_fits({"types": [items]}, v) for v in value)
+    if items is None or not isinstance(value, list):
+        return True
+    quick = _QUICK_ITEMS[items]  # the values of exactly these types pass at once (an array of ids: texts)
+    return all(type(v) in quick for v in value) or all(_fits({"types": [items]}, v) for v in value)
+
+
+_QUICK_ITEMS = {kind: frozenset(ts) for kind, ts in JSON_TYPES.items()}
 
 
 def has_table(conn: Connection) -> bool:
