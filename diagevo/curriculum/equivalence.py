@@ -37,15 +37,11 @@ import contextlib
 import itertools
 import json
 import os
-import select
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +56,7 @@ from diagevo.curriculum.answers import (
 )
 from diagevo.curriculum.costs import weight
 from diagevo.curriculum.limits import CPU_LIMIT_S, PARSE_STEPS, VERIFY_STEPS, Limits
+from diagevo.curriculum.mathverify_process import Memo, Worker, WorkerGone
 
 ROUNDING_GAP = Fraction(1, 10**6)
 WORKERS = 4  # math-verify processes one checker runs at most (each holds sympy: ~150 MB)
@@ -126,108 +123,6 @@ class Budget:
         return self.spent >= self.cpu_s
 
 
-class _Memo:
-    """The last ``size`` keys remembered, each with a value: bounded, the oldest forgotten first.
-    Texts that passed a limit (with the limits they passed), and the verdicts of pairs."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._keys: OrderedDict[Any, Any] = OrderedDict()
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._keys
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._keys.get(key, default)
-
-    def add(self, key: Any, value: Any = None) -> bool:
-        """Remember ``key`` (with ``value``); whether it is new."""
-        new = key not in self._keys
-        self._keys[key] = value
-        self._keys.move_to_end(key)
-        while len(self._keys) > self.size:
-            self._keys.popitem(last=False)
-        return new
-
-
-class _WorkerGone(Exception):
-    pass
-
-
-@dataclass(eq=False)
-class _Worker:
-    """One math-verify child process, the answers parsed in it, and its unread replies."""
-
-    proc: subprocess.Popen[bytes] | None = None
-    pid: int = 0  # the process that started it (a forked child must not use it)
-    ready: bool = False
-    busy: bool = False  # a check holds it
-    fresh: bool = True  # its child (or the next, when none runs) has served nothing: see _fresh_verify
-    buf: bytes = b""
-    parse_ids: dict[str, tuple[int, bool]] = field(default_factory=dict)  # text -> (id, parsed ok)
-
-    def start(self, command: list[str]) -> bool:
-        self.ready = False
-        self.fresh = True
-        self.buf = b""
-        self.parse_ids.clear()
-        self.pid = os.getpid()
-        try:
-            self.proc = subprocess.Popen(  # its own group: the forked child goes with it
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                bufsize=0,
-                start_new_session=True,
-            )
-        except OSError:
-            self.proc = None
-            return False
-        return True
-
-    def usable(self) -> bool:
-        return self.proc is not None and self.pid == os.getpid() and self.proc.poll() is None
-
-    def close(self) -> bool:
-        """Kill the process; whether it had ended itself over its CPU-time limit."""
-        proc, self.proc = self.proc, None
-        self.ready = False
-        self.parse_ids.clear()
-        if proc is None or self.pid != os.getpid():
-            return False
-        over_limit = proc.poll() == -signal.SIGVTALRM
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.kill()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
-        return over_limit or proc.returncode == -signal.SIGVTALRM
-
-    def readline(self, deadline: float) -> dict[str, Any] | None:
-        """The next reply, or None at the deadline. Raises _WorkerGone on EOF."""
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise _WorkerGone
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return json.loads(line)
-
-
 class EquivalenceChecker:
     """math-verify behind a pool of killable child processes; parsed answers are cached in each.
 
@@ -266,10 +161,10 @@ class EquivalenceChecker:
         self.stats = CheckStats()
         self._lock = threading.Lock()  # the pool, the stats and the sets below
         self._freed = threading.Condition(self._lock)
-        self._pool: list[_Worker] = []
+        self._pool: list[Worker] = []
         self._ids = itertools.count(1)  # names of parsed answers in the workers (never 0, never False)
-        self._bad = _Memo(MEMO_TEXTS)  # (text, limits) over a limit, or whose parse raised: never sent again
-        self._pairs = _Memo(max_cached)  # (a, b, limits) -> verdict: a response's check, a failed verify
+        self._bad = Memo(MEMO_TEXTS)  # (text, limits) over a limit, or whose parse raised: never sent again
+        self._pairs = Memo(max_cached)  # (a, b, limits) -> verdict: a response's check, a failed verify
         self._verify_failures: dict[str, int] = {}
         self._cleared: set[str] = set()  # texts in a verify that ended within its limits
         self.batch_cpu_s = batch_cpu_s
@@ -320,21 +215,21 @@ class EquivalenceChecker:
             if self._bad.add((text, limits)):
                 self.stats.marked += 1
 
-    def _acquire(self) -> _Worker:
+    def _acquire(self) -> Worker:
         """The first free worker (the one a single caller always gets), a new one while the pool
         is not full, or else the first to be freed."""
         with self._freed:
             while True:
                 w = next((w for w in self._pool if not w.busy), None)
                 if w is None and len(self._pool) < self.workers:
-                    w = _Worker()
+                    w = Worker()
                     self._pool.append(w)
                 if w is not None:
                     w.busy = True
                     return w
                 self._freed.wait()
 
-    def _release(self, w: _Worker) -> None:
+    def _release(self, w: Worker) -> None:
         with self._freed:
             w.busy = False
             self._freed.notify_all()  # a close() waits here too
@@ -347,20 +242,20 @@ class EquivalenceChecker:
             for w in self._pool:
                 w.close()
 
-    def _start(self, w: _Worker) -> bool:
+    def _start(self, w: Worker) -> bool:
         if not w.start(self.command):
             return False
         self._count("starts")
         return True
 
-    def _restart(self, w: _Worker) -> bool:
+    def _restart(self, w: Worker) -> bool:
         """Replace the worker's process (it imports math-verify in the background at once); whether
         the old one had ended itself over its CPU-time limit."""
         over_limit = w.close()
         self._start(w)
         return over_limit
 
-    def _ensure_ready(self, w: _Worker) -> bool:
+    def _ensure_ready(self, w: Worker) -> bool:
         with self._lock:
             failing = self._start_failures >= self.max_start_failures and time.monotonic() < self._retry_after
         if failing:
@@ -376,7 +271,7 @@ class EquivalenceChecker:
             return True
         try:
             reply = w.readline(time.monotonic() + self.start_timeout_s)
-        except (_WorkerGone, ValueError):
+        except (WorkerGone, ValueError):
             reply = None
         w.ready = bool(reply and reply.get("ready"))
         with self._lock:
@@ -388,7 +283,7 @@ class EquivalenceChecker:
             self._restart(w)
         return w.ready
 
-    def _call(self, w: _Worker, request: dict[str, Any], limits: Limits | None = None) -> bool | Failure:
+    def _call(self, w: Worker, request: dict[str, Any], limits: Limits | None = None) -> bool | Failure:
         """Send one operation to ``w`` under ``limits`` (the worker's own when None) and charge its
         CPU to the budgets: its answer, or why there is none ("unavailable": no worker, the request
         is not to blame)."""
@@ -402,7 +297,7 @@ class EquivalenceChecker:
         try:
             w.proc.stdin.write((json.dumps(request) + "\n").encode())
             reply = w.readline(time.monotonic() + self.timeout_s)
-        except (_WorkerGone, OSError, ValueError):
+        except (WorkerGone, OSError, ValueError):
             over_limit = self._restart(w)
             self._count("timeouts" if over_limit else "errors")
             self._charge(limits.cpu_s if over_limit else 0.0, limits)
@@ -417,7 +312,7 @@ class EquivalenceChecker:
             return self._failure(w, reply["error"])
         return bool(reply["ok"])
 
-    def _failure(self, w: _Worker, error: str) -> Failure:
+    def _failure(self, w: Worker, error: str) -> Failure:
         """Count an operation's error reply. "limit" and "died": the worker's child process ended
         and another took its place (the fork server), without the answers it had parsed."""
         if error in ("limit", "died"):
@@ -430,7 +325,7 @@ class EquivalenceChecker:
         return "over budget" if over else "failed"
 
     # -- checks ----------------------------------------------------------------------------
-    def _parse(self, w: _Worker, text: str, limits: Limits, mark: bool = True) -> int | Literal[False] | Failure:
+    def _parse(self, w: Worker, text: str, limits: Limits, mark: bool = True) -> int | Literal[False] | Failure:
         """``w``'s id of the parsed ``text``; False when math-verify finds no expression in it (a
         decision); why not where the parse failed or passed ``limits`` (no decision), the text then
         marked, unless ``mark`` is False or no worker was to be had."""
@@ -490,7 +385,7 @@ class EquivalenceChecker:
         finally:
             self._release(w)
 
-    def _fresh_verify(self, w: _Worker, a: str, b: str, limits: Limits) -> Verdict:
+    def _fresh_verify(self, w: Worker, a: str, b: str, limits: Limits) -> Verdict:
         """One response's check, counted from the fork server's warm state: in a child that has
         served nothing (a ``fresh`` request ends one that has), the label parsed under the worker's
         own limits, then the response, and the two verified under ``limits``.
@@ -528,7 +423,7 @@ class EquivalenceChecker:
                 self.stats.marked += 1
         return verdict
 
-    def _verify(self, w: _Worker, a: str, b: str) -> Verdict:
+    def _verify(self, w: Worker, a: str, b: str) -> Verdict:
         """A check under the worker's own limits, with the answers it parsed before."""
         for _ in range(2):  # a second round if the worker forgot or restarted while parsing b
             ia = self._parse(w, a, self.limits)
