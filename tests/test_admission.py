@@ -178,7 +178,8 @@ def test_a_commit_of_vast_figures_renders_everywhere(db: str, tmp_path: Path) ->
     assert f"seq {seq}: passed over: round.committed holds heldout_acc as 1e+308, not a share" in err, err
     code, out, _ = cli("memory", "verify", "--run", "m", "--db", db, "--json")
     problems = json.loads(out)["problems"]
-    assert code == 1 and any(f"seq {seq}: " in p and "heldout_acc as 1e+308, not a share" in p for p in problems), problems
+    said = "heldout_acc as 1e+308, not a share"
+    assert code == 1 and any(f"seq {seq}: " in p and said in p for p in problems), problems
 
 
 def test_a_fork_leaves_behind_what_the_fold_refused(forged: Forged) -> None:  # noqa: F811

@@ -94,7 +94,7 @@ def test_flash_attention_missing_on_cuda_is_one_line(monkeypatch: pytest.MonkeyP
     import importlib.util
 
     from diagevo.errors import Unavailable
-    from diagevo.train.hf.backend import check_flash_attention
+    from diagevo.train.hf.loading import check_flash_attention
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else real(name, *a))

@@ -18,9 +18,6 @@ the checkpoint a resumed run reloaded).
 from __future__ import annotations
 
 import gc
-import importlib.util
-import json
-import os
 import random
 import tempfile
 from collections import defaultdict
@@ -35,7 +32,7 @@ from diagevo.diagnosis.calibration import thresholds_for
 from diagevo.diagnosis.heuristic import HeuristicDiagnostician, NamedErrors
 from diagevo.diagnosis.interface import Diagnostician, Embedder
 from diagevo.diagnosis.tools import embedder_for, llm_diagnostician
-from diagevo.errors import BadInput, Fix, Override, Unavailable
+from diagevo.errors import BadInput
 from diagevo.generation import Sampling, model_text
 from diagevo.generation.endpoint import EndpointEngine
 from diagevo.generation.local import LocalEngine, check_local_model
@@ -65,6 +62,7 @@ from diagevo.train.hf.distributed import (
     whole_weights,
 )
 from diagevo.train.hf.heldout import gradable, heldout_accuracy, heldout_rows, probe_truths
+from diagevo.train.hf.loading import check_flash_attention, check_one_architecture, weight_dtype
 from diagevo.train.hf.optim import RoleOptimizer, load_state, optimizers, save_state
 from diagevo.train.hf.vllm_share import ServerClient, shared_with_trl
 from diagevo.train.labels import SHARED_LABEL_VOTES, draw_shared_questions, shared_label_accuracy
@@ -110,45 +108,6 @@ STEP_KEYS = (
 def step_row(logs: dict[str, Any]) -> dict[str, float]:
     """The finite numbers of :data:`STEP_KEYS` in one of TRL's log rows."""
     return numbers({k: logs[k] for k in STEP_KEYS if k in logs})
-
-
-def check_flash_attention() -> None:
-    """FlashAttention 2 was asked for on CUDA: it needs the flash-attn package."""
-    if importlib.util.find_spec("flash_attn") is None:
-        raise Unavailable(
-            'hf.attn_implementation = "flash_attention_2" needs the flash-attn package on CUDA:',
-            Fix(extras=("gpu",), otherwise=(Override("hf.attn_implementation", "sdpa"),)),
-        )
-
-
-def weight_dtype(cfg: Config) -> str:
-    """The dtype a policy is held in. BF16 training (Appendix E) computes in bf16 under autocast
-    (TRL's ``bf16=True``) but keeps fp32 master weights: an AdamW step at the paper's learning rate
-    of 1e-6 moves a weight by about 1e-6 of its size, far below bf16's resolution (2^-8), so
-    weights held in bf16 would not change at all. Only under DeepSpeed, which keeps its own fp32
-    master copy in the optimizer, are the policies loaded in bf16."""
-    if cfg.hf.bf16 and cfg.hf.device != "cpu" and os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
-        return "bfloat16"
-    return "float32"
-
-
-def check_one_architecture(sources: dict[Role, Path]) -> None:
-    """Both roles are sampled by one vLLM engine (their weights pushed in turn), so they must share
-    one architecture, as they do in the paper (both start from one base model)."""
-    keys = (
-        "model_type",
-        "hidden_size",
-        "num_hidden_layers",
-        "num_attention_heads",
-        "num_key_value_heads",
-        "vocab_size",
-    )
-    shapes = {
-        role: {k: json.loads((d / "config.json").read_text(encoding="utf-8")).get(k) for k in keys}
-        for role, d in sources.items()
-    }
-    if shapes["challenger"] != shapes["solver"]:
-        raise BadInput(f"one vLLM engine samples both roles, so they must share one architecture: {shapes}")
 
 
 def completion_text(completion: Any) -> str:
