@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+import diagevo
 from diagevo.cli.common import (
     EXIT_ERROR,
     EXIT_INTERNAL,
@@ -29,7 +30,6 @@ from diagevo.cli.ending import (
     leave_now,
     one_line_of,
     usage_error,
-    version_of_diagevo,
 )
 from diagevo.cli.groups import Lazy, LazyGroup, finish
 from diagevo.cli.safe import error_line, text
@@ -234,7 +234,7 @@ def _show_version(value: bool) -> None:
     if value:
         from diagevo.log.revision import HEAD_REVISION  # the migrations' head; the log's import for --version alone
 
-        sys.stdout.write(f"diagevo {version_of_diagevo()} (schema {HEAD_REVISION})\n")
+        sys.stdout.write(f"diagevo {diagevo.__version__} (schema {HEAD_REVISION})\n")
         raise typer.Exit()
 
 

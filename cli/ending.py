@@ -13,11 +13,11 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Mapping, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import typer
 
+import diagevo
 from diagevo.cli.common import program
 from diagevo.cli.fixes import message_line, need_line
 from diagevo.cli.safe import error_line, text
@@ -66,16 +66,9 @@ def internal_error(exc: BaseException) -> str:
     (the command line and the traceback without credentials)."""
     fd, path = tempfile.mkstemp(prefix="diagevo-traceback-", suffix=".txt")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(f"diagevo {version_of_diagevo()}\nargv: {redact_argv(sys.argv)!r}\n\n")
+        fh.write(f"diagevo {diagevo.__version__}\nargv: {redact_argv(sys.argv)!r}\n\n")
         fh.write(redact_text("".join(traceback.format_exception(exc))))
     return f"internal error: {type(exc).__name__}: {one_line_of(exc)} (traceback written to {path})"
-
-
-def version_of_diagevo() -> str:
-    try:
-        return version("diagevo")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def usage_error(exc: BaseException) -> str | None:

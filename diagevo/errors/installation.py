@@ -9,14 +9,16 @@ distribution's metadata (``direct_url.json``) and what sits beside the package; 
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PACKAGED = PACKAGE_DIR / "docs" / "packaged"
@@ -52,6 +54,8 @@ def _editable_root(dist: importlib.metadata.Distribution | None) -> Path | None:
 
 
 def _installed() -> importlib.metadata.Distribution | None:
+    import importlib.metadata  # here, not at the top: every command's start would pay it (15 ms)
+
     try:
         return importlib.metadata.distribution("diagevo")
     except importlib.metadata.PackageNotFoundError:  # the sources on PYTHONPATH, never installed
