@@ -268,30 +268,44 @@ def store_raw(db: str, lines: list[Line]) -> None:
         store.append([ForgedRow(**line) for line in raw])
 
 
-def readers(root: Path, db: str, lines: list[Line], resume: bool) -> list[tuple[str, ...]]:
-    """Every reader of run ``m``; ``memory why`` of a cause the log creates."""
+def readers(root: Path, db: str, lines: list[Line], resume: bool, run: str = "m") -> list[tuple[str, ...]]:
+    """Every reader of run ``run`` (``m`` as the log names it); ``memory why`` of a cause the log creates."""
     causes = [line["data"].get("cause_id") for line in lines if line["type"] == "cause.created"]
     cause = next((c for c in causes if isinstance(c, str)), None)
     ds = root / "ds"
     commands: list[tuple[str, ...]] = [
-        ("memory", "show", "--run", "m"),
-        ("memory", "show", "--run", "m", "--json"),
-        ("memory", "stats", "--run", "m"),
-        ("memory", "stats", "--run", "m", "--json"),
-        ("memory", "replay", "--round", "1", "--run", "m"),
-        ("memory", "replay", "--round", "0", "--run", "m", "--json"),
-        ("memory", "events", "--run", "m", "--limit", "0"),
-        ("memory", "events", "--run", "m", "--limit", "0", "--json"),
-        ("report", "--run", "m", "-o", str(root / "r.html")),
-        ("export", "dataset", "--run", "m", "-o", str(ds)),
-        ("memory", "whatif", "--run", "m", "--set", "memory.k=1.0", "--to", "m-k1"),
-        ("memory", "show", "--run", "m-k1"),
+        ("memory", "show", "--run", run),
+        ("memory", "show", "--run", run, "--json"),
+        ("memory", "stats", "--run", run),
+        ("memory", "stats", "--run", run, "--json"),
+        ("memory", "replay", "--round", "1", "--run", run),
+        ("memory", "replay", "--round", "0", "--run", run, "--json"),
+        ("memory", "events", "--run", run, "--limit", "0"),
+        ("memory", "events", "--run", run, "--limit", "0", "--json"),
+        ("report", "--run", run, "-o", str(root / "r.html")),
+        ("export", "dataset", "--run", run, "-o", str(ds)),
+        ("memory", "whatif", "--run", run, "--set", "memory.k=1.0", "--to", f"{run}-k1"),
+        ("memory", "show", "--run", f"{run}-k1"),
     ]
     if cause is not None:
-        commands.insert(4, ("memory", "why", cause, "--run", "m"))
+        commands.insert(4, ("memory", "why", cause, "--run", run))
     if resume:
-        commands.append(("train", "--resume", "--run", "m", "--rounds", "3", "--quiet"))
+        commands.append(("train", "--resume", "--run", run, "--rounds", "3", "--quiet"))
     return [(*c, "--db", db) for c in commands]
+
+
+def read_alike(root: Path, db: str, commands: list[tuple[str, ...]], refused: dict[int, str], named: bool) -> None:
+    """Each reader exits 0, shows no refused row's id in what it prints or writes, and names
+    each refused row at most once in the lines of what it passed over."""
+    for command in commands:  # a row verify names is passed over, not a stop
+        code, out, err = cli(*command)
+        assert code == 0, f"{' '.join(command[:-2])} exits {code} (verify named: {named}):\n{err[-3000:]}"
+        if command[1] != "events":  # memory events lists every row, each refused one marked
+            wrote = out + written_by(root, command)
+            leaked = [i for i in refused.values() if i in wrote]
+            assert not leaked, f"{' '.join(command[:-2])} shows refused rows {leaked}"
+        for seq in refused:  # named once, if at all, in the lines a reader writes of what it passed over
+            assert err.count(f"seq {seq}: passed over") <= 1, (command, seq, err)
 
 
 def check(base: Base, lines: list[Line], resume: bool) -> str:
@@ -321,25 +335,17 @@ def check(base: Base, lines: list[Line], resume: bool) -> str:
         refused = refused_rows(db)
         for seq in refused:  # each refusal verify names too
             assert f"seq {seq}:" in out, (seq, out)
-        for command in readers(root, db, lines, resume):  # a row verify names is passed over, not a stop
-            code, out, err = cli(*command)
-            assert code == 0, f"{' '.join(command[:-2])} exits {code} (verify named: {named}):\n{err[-3000:]}"
-            if command[1] != "events":  # memory events lists every row, each refused one marked
-                wrote = out + written_by(root, command)
-                leaked = [i for i in refused.values() if i in wrote]
-                assert not leaked, f"{' '.join(command[:-2])} shows refused rows {leaked}"
-            for seq in refused:  # named once, if at all, in the lines a reader writes of what it passed over
-                assert err.count(f"seq {seq}: passed over") <= 1, (command, seq, err)
+        read_alike(root, db, readers(root, db, lines, resume), refused, named)
         return f"{how}, {'named by verify and ' if named else ''}read"
 
 
-def refused_rows(db: str) -> dict[int, str]:
-    """seq -> event id of each row of run ``m`` the admission refuses (what no output may show)."""
+def refused_rows(db: str, run: str = "m") -> dict[int, str]:
+    """seq -> event id of each row of ``run`` the admission refuses (what no output may show)."""
     from diagevo.views.admission import admission
 
     with open_log(db, create=False) as store:
-        seqs = {r.seq for r in admission(store, "m").refusals}
-        return {e.seq: e.event_id for e in store.read("m") if e.seq in seqs}
+        seqs = {r.seq for r in admission(store, run).refusals}
+        return {e.seq: e.event_id for e in store.read(run) if e.seq in seqs}
 
 
 def written_by(root: Path, command: tuple[str, ...]) -> str:

@@ -31,12 +31,14 @@ from diagevo.views.memory import load_memory
 from diagevo.views.runs import runs
 from diagevo.views.verify import verify_run
 from tests.logs import ForgedRow
-from tests.test_hostile_logs import Base, Line, base, hostile  # noqa: F401 - the fixture
+from tests.test_hostile_logs import Base, Line, base, hostile, read_alike, readers, refused_rows  # noqa: F401
 from tests.test_log_trainer_role import Roles, roles  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.postgres
 
 EXAMPLES = int(os.environ.get("DIAGEVO_HOSTILE_EXAMPLES", "25"))
+# the readers that print or write what they read, run as the trainer (each a command's first words)
+OUTPUTS = {("memory", "show"), ("memory", "stats"), ("memory", "why"), ("report", "--run"), ("export", "dataset")}
 _RUNS = itertools.count()  # one database for every case (a shrink's too): a run each
 
 
@@ -97,6 +99,11 @@ def test_a_hostile_log_is_refused_by_the_database_or_named_and_passed_over(
     assert bool(problems) == (named is not None), (
         f"verify of the database names {problems} where verify of the same rows in SQLite names {named}: {case!r}"
     )
+    refused = refused_rows(trainer.trainer_url, run)  # what no reader run as the trainer may show
+    with tempfile.TemporaryDirectory() as tmp:
+        every = readers(Path(tmp), trainer.trainer_url, case.lines, False, run)
+        commands = [c for c in every if c[:2] in OUTPUTS and not c[-3].endswith("-k1")]
+        read_alike(Path(tmp), trainer.trainer_url, commands, refused, bool(problems))
 
 
 def test_the_unmutated_log_goes_in_as_the_trainer(base: Base, trainer: Roles) -> None:  # noqa: F811
