@@ -157,12 +157,6 @@ class Draft:
 
     # --- apply --------------------------------------------------------------------------------
 
-    def apply(self, event: Event, t: int) -> bool:
-        """Apply one event (the rules of :func:`evolve`); False when it changed nothing at all."""
-        if type(event).folded and t == self.committed + 1:
-            return self._change(event, t)
-        return self.skip(type(event), t)  # evidence and bookkeeping, or a round other than the next
-
     def _change(self, event: Event, t: int) -> bool:
         """Apply an event the fold applies, of the round after the last commit."""
         match event:  # the most frequent first
@@ -215,25 +209,6 @@ class Draft:
                 raise InvariantError(f"run {self.run!r} started twice")
         self.open_round = t
         return True
-
-    def skip(self, cls: type[Event], t: int) -> bool:
-        """Take an event the fold does not apply (evidence, bookkeeping), or one of another round
-        than the next (refused unless retrospective), without building it: it only opens its
-        round. False when that changed nothing."""
-        if t != self.committed + 1:
-            return self._elsewhere(cls, t)
-        if self.open_round == t:
-            return False
-        self.open_round = t
-        return True
-
-    def _elsewhere(self, cls: type[Event], t: int) -> bool:
-        """An event of a round other than the one after the last commit: only retrospective
-        bookkeeping may name a committed round (and changes nothing)."""
-        why = self.order_problem(cls, t)
-        if why is not None:
-            raise InvariantError(why)
-        return False
 
     def order_problem(self, cls: type[Event], t: int) -> str | None:
         """Why an event of ``cls`` in round ``t`` is out of the order of rounds, or None: rounds
@@ -335,11 +310,16 @@ def start(run: str, event: RunStarted | RunConfigured, seq: int = 0) -> Memory:
 
 
 def evolve(mem: Memory, event: Event, t: int) -> Memory:
-    """Apply one event. Rounds move forward one commit at a time; ``last_seq`` is set by ``fold``.
-    Only retrospective bookkeeping may name a round that is already committed (round 0, the
-    base model, included). Folding many events: use :class:`Draft` (or :func:`fold`)."""
-    draft = Draft(mem)
-    return draft.freeze() if draft.apply(event, t) else mem
+    """Apply one event (a writer's check): the fold's one step (:class:`Folding`), a refusal
+    raised. Rounds move forward one commit at a time; only retrospective bookkeeping may name a
+    round that is already committed (round 0, the base model, included). Bookkeeping that opens no
+    round changes nothing: ``mem`` itself. Folding many events: :func:`fold`."""
+    folding = Folding(mem.run, mem)
+    refusal, _ = folding.take(StoredEvent.of(mem.last_seq, t, event))
+    if refusal is not None:
+        raise InvariantError(refusal.why)
+    draft = cast(Draft, folding.draft)
+    return mem if not type(event).folded and draft.open_round == mem.open_round else draft.freeze()
 
 
 def check_first(run: str, cls: type[Event], rnd: int) -> None:
