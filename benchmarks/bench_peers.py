@@ -167,7 +167,7 @@ def time_baseline(baseline: Path, url: str, events_file: Path) -> float:
 def _events_file(tmp: Path, rep: int, events: list[EventIn]) -> Path:
     path = tmp / f"events-{rep}.jsonl"
     if not path.exists():
-        path.write_text("".join(json.dumps(e.model_dump(mode="json")) + "\n" for e in events))
+        path.write_text("".join(json.dumps(e.line()) + "\n" for e in events))
     return path
 
 
