@@ -49,6 +49,15 @@ VARIANTS: dict[str, list[str]] = {
         "filter.check_variants=5",
         'filter.labeler="initial"',
     ],
+    # the truth-free arm's questions (the check's five rewordings, the first solver's votes) paid the true
+    # answer: separates what the label source retains from the labels it pays
+    "truth-free questions, true answer": [
+        'memory.generation="free"',
+        'filter.shared_error_check="variants"',
+        "filter.check_variants=5",
+        'filter.labeler="initial"',
+        'solver.reward="true_answer"',
+    ],
     # the oracle with a warm-up of the solver's rate from 0 over its first 30 steps (the round-1 dip's control)
     "oracle, warm-up": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.lr_warmup=30"],
     # the label-accuracy control (no memory): the true answer, but a chosen share of the questions paid a wrong one
