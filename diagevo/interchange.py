@@ -145,7 +145,7 @@ def check_invariants(store: Recorder, events: list[tuple[int, EventIn]]) -> list
         taken = ledger.take(ev.round, event)  # against the memory before the event
         if taken.refusal is not None:
             raise IngestError(no, taken.refusal.why)
-        broken = taken.broken
+        broken = taken.counted
         if broken is None and isinstance(event, RunForked):
             broken = _fork_refusal(store, ev, event, ev.run in held, {e.run for _, e in events})
         if broken is not None:

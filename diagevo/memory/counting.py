@@ -50,7 +50,7 @@ from diagevo.config.errors import ConfigError
 from diagevo.config.sections import config_from_record
 from diagevo.memory.checkpoints import CheckpointTally
 from diagevo.memory.deciders import decide_promotions
-from diagevo.memory.fold import Draft, Folding, InvariantError, Read, Row
+from diagevo.memory.fold import Draft, Folding, InvariantError, Read, Row, Taken
 from diagevo.memory.forks import fork_opening
 from diagevo.memory.state import Cause, Memory, MemoryImage, Refusal
 
@@ -420,29 +420,26 @@ def _few(names: Iterable[Any]) -> str:
 @dataclass(frozen=True)
 class Audit:
     """A run's log checked whole: the memory at each commit (as JSON, by round), every break of
-    the rules, and the first event the fold refused (its line and its seq; None: the fold took
-    all)."""
+    the rules, every row the fold refused (as every reader's fold refuses it), and the first
+    readable one of them (None: the fold took every readable row; verify names an unreadable
+    row apart)."""
 
     commits: dict[int, MemoryImage]
     breaks: list[CountBreak]
-    invariant: str | None
-    refused_at: int | None = None
-    refused: tuple[Refusal, ...] = ()  # every row the fold refused, as every reader's fold refuses it
+    refused: tuple[Refusal, ...] = ()
+    first_refused: Refusal | None = None
+
+    @property
+    def invariant(self) -> str | None:
+        """The first readable refusal in words, with its seq."""
+        first = self.first_refused
+        return None if first is None else f"seq {first.seq}: {first.why}"
 
     @property
     def first_bad(self) -> int | None:
         """The seq of the first event the fold refused or a rule named: the log is good before it."""
-        seqs = [b.at for b in self.breaks] + ([self.refused_at] if self.refused_at is not None else [])
-        return min(seqs, default=None)
-
-
-@dataclass(frozen=True, slots=True)
-class Taken:
-    """The fold's verdict on one event (its refusal; None: taken) and the counting rule it
-    breaks (None: none, or the event was refused for its place and never counted)."""
-
-    refusal: Refusal | None
-    broken: Broken
+        first = self.first_refused
+        return min([b.at for b in self.breaks] + ([] if first is None else [first.seq]), default=None)
 
 
 @dataclass(slots=True)
@@ -463,11 +460,11 @@ class Ledger:
         """The counts and the memory from ``memory`` on (None: from the run's ``run.started``)."""
         return cls(run, tally, Folding(run, memory))
 
-    def take(self, rnd: int, event: Event, seq: int = 0) -> Taken:
+    def take(self, rnd: int, event: Event, seq: int = 0) -> Taken[Broken]:
         """:meth:`take_row` of a producer's event (in the shape of a stored row)."""
         return self.take_row(StoredEvent.of(seq, rnd, event))
 
-    def take_row(self, row: Read) -> Taken:
+    def take_row(self, row: Read) -> Taken[Broken]:
         """The fold's verdict on ``row`` and the rule it breaks: counted (whether or not it broke
         a rule: a reader goes on past a break) unless refused for its place, and folded unless the
         fold refuses it (then passed over, as every reader passes it over). Without a folding,
@@ -477,10 +474,9 @@ class Ledger:
                 return Taken(Refusal(row.seq, row.type, row.why), None)
             return Taken(None, self._count(row, None))
         try:
-            refusal, broken = self.folding.take(row, self._count)
+            return self.folding.take(row, self._count)
         except InvariantError as exc:  # a run.started the fold cannot start from
-            refusal, broken = Refusal(row.seq, row.type, str(exc)), None
-        return Taken(refusal, broken)
+            return Taken(Refusal(row.seq, row.type, str(exc)), None)
 
     def _count(self, row: Row, mem: Draft | None) -> Broken:
         event = row.event
@@ -503,8 +499,8 @@ def audit(rows: Iterable[Read], run: str, *, whatif: bool = False, took: Callabl
     first: Refusal | None = None
     for row in rows:
         taken = ledger.take_row(row)
-        if taken.broken is not None:
-            found.append(CountBreak(row.seq, *taken.broken))
+        if taken.counted is not None:
+            found.append(CountBreak(row.seq, *taken.counted))
         if taken.refusal is not None:
             if first is None and not isinstance(row, UnreadableRow):  # verify names an unreadable row apart
                 first = taken.refusal
@@ -515,9 +511,8 @@ def audit(rows: Iterable[Read], run: str, *, whatif: bool = False, took: Callabl
         if row.type == RoundCommitted.name and folding.draft is not None:
             folding.draft.last_seq = row.seq
             commits[folding.draft.committed] = folding.draft.freeze().to_json()
-    failed = None if first is None else f"seq {first.seq}: {first.why}"
     refused = tuple(folding.early if folding.draft is None else folding.draft.refused)
-    return Audit(commits, found, failed, None if first is None else first.seq, refused)
+    return Audit(commits, found, refused, first)
 
 
 def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:
@@ -526,6 +521,6 @@ def breaks(rows: Iterable[Row]) -> Iterator[CountBreak]:
     ledger = Ledger("")
     for row in rows:
         if CATALOG.get(row.type) in RULES:
-            broken = ledger.take_row(row).broken
+            broken = ledger.take_row(row).counted
             if broken is not None:
                 yield CountBreak(row.seq, *broken)

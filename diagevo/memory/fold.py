@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from functools import cache
 from types import MappingProxyType
-from typing import TypeVar, cast
+from typing import Generic, NamedTuple, TypeVar, cast
 
 from diagevo.catalog import (
     CATALOG,
@@ -67,6 +67,17 @@ class NotCommitted(InvariantError):
 
 
 B = TypeVar("B")
+
+
+class Taken(NamedTuple, Generic[B]):
+    """The fold's verdict on one row (its refusal; None: taken) and what the caller's count hook
+    made of it (None where the row was refused for its place and never shown to the hook): one
+    shape for every path that takes rows, the readers', the ledger's and the writers'."""
+
+    refusal: Refusal | None
+    counted: B | None
+
+
 """What a :class:`Folding`'s caller makes of each row it counts (the counting rules' break)."""
 
 _SCALARS = tuple(f.name for f in fields(Memory) if f.name not in ("causes", "nodes", "committed_rounds", "refused"))
@@ -389,20 +400,20 @@ class Folding:
         self.draft: Draft | None = None if memory is None else Draft(memory)  # None: run.started starts it
         self.early: list[Refusal] = []  # refusals ahead of the run's start
 
-    def take(self, row: Read, count: Callable[[Row, Draft | None], B] | None = None) -> tuple[Refusal | None, B | None]:
+    def take(self, row: Read, count: Callable[[Row, Draft | None], B] | None = None) -> Taken[B]:
         """The fold's verdict on ``row`` (None: taken; else its refusal), and what ``count`` made
         of it (None where the row was refused for its place, never shown to ``count``)."""
         if isinstance(row, UnreadableRow):
-            return self._refuse(row.seq, row.type, row.why), None
+            return Taken(self._refuse(row.seq, row.type, row.why), None)
         draft = self.draft
         if draft is None:
             return self._start(row, count)
         cls, t = CATALOG.get(row.type), row.round
         if cls is None:
-            return self._refuse(row.seq, row.type, f"{row.type!r} is no event type this diagevo knows"), None
+            return Taken(self._refuse(row.seq, row.type, f"{row.type!r} is no event type this diagevo knows"), None)
         why = None if t == draft.committed + 1 else draft.order_problem(cls, t)  # the next round: in order
         if why is not None:
-            return self._refuse(row.seq, row.type, why), None
+            return Taken(self._refuse(row.seq, row.type, why), None)
         counted = None if count is None else count(row, draft)
         try:
             if cls.folded and t == draft.committed + 1:
@@ -410,19 +421,20 @@ class Folding:
             elif t == draft.committed + 1:
                 draft.open_round = t  # evidence and bookkeeping: it only opens its round
         except InvariantError as exc:
-            return self._refuse(row.seq, row.type, str(exc)), counted
-        return None, counted
+            return Taken(self._refuse(row.seq, row.type, str(exc)), counted)
+        return Taken(None, counted)
 
-    def _start(self, row: Row, count: Callable[[Row, Draft | None], B] | None) -> tuple[Refusal | None, B | None]:
+    def _start(self, row: Row, count: Callable[[Row, Draft | None], B] | None) -> Taken[B]:
         """The run's first row the fold takes: its ``run.started`` in round 0; any row before it
         refused for its place."""
         if row.type != RunStarted.name:
-            return self._refuse(row.seq, row.type, f"run {self.run!r} has {row.type} before {RunStarted.name}"), None
+            why = f"run {self.run!r} has {row.type} before {RunStarted.name}"
+            return Taken(self._refuse(row.seq, row.type, why), None)
         check_first(self.run, RunStarted, row.round)
         counted = None if count is None else count(row, None)
         self.draft = Draft(start(self.run, _folded_event(row), row.seq))  # type: ignore[arg-type]
         self.draft.refused[:0] = self.early
-        return None, counted
+        return Taken(None, counted)
 
     def _refuse(self, seq: int, type_: str, why: str) -> Refusal:
         refusal = Refusal(seq, type_, why)

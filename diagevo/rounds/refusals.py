@@ -150,7 +150,7 @@ def refuse_counted_twice(store: EventReader, run: str, events: Sequence[EventIn]
     ledger = Ledger.folded(run, tally, memory) if memory is not None else Ledger(run, tally)
     for ev in fresh:
         taken = ledger.take(ev.round, ev.event)
-        if taken.broken is not None:
-            raise ProtocolError(f"{ev.type} refused: {taken.broken[0]}: {taken.broken[1]}")
+        if taken.counted is not None:
+            raise ProtocolError(f"{ev.type} refused: {taken.counted[0]}: {taken.counted[1]}")
         if taken.refusal is not None:
             raise ProtocolError(f"{ev.type} refused: {taken.refusal.why}")
