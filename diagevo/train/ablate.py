@@ -60,6 +60,8 @@ VARIANTS: dict[str, list[str]] = {
     ],
     # the oracle with a warm-up of the solver's rate from 0 over its first 30 steps (the round-1 dip's control)
     "oracle, warm-up": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.lr_warmup=30"],
+    # the oracle at half the solver's rate throughout (the dip's second control: the rate's size)
+    "oracle, half rate": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.learning_rate=5e-5"],
     # the label-accuracy control (no memory): the true answer, but a chosen share of the questions paid a wrong one
     **{
         f"wrong labels {share}": [
