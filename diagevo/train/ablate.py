@@ -71,6 +71,16 @@ VARIANTS: dict[str, list[str]] = {
         ]
         for share in (0.15, 0.3, 0.45, 0.6)
     },
+    # the same control at half the solver's rate, the setting that removes the round-1 dip
+    **{
+        f"wrong labels {share}, half rate": [
+            'memory.generation="free"',
+            'solver.reward="true_answer"',
+            f"solver.wrong_label_share={share}",
+            "solver.learning_rate=5e-5",
+        ]
+        for share in (0.15, 0.3, 0.45, 0.6)
+    },
     # Figure 3c's baseline: pure free exploration with the absolute confidence constraint only
     "pure free, absolute only": ['memory.generation="free"', 'filter.mode="absolute"'],
     # beyond the paper: full DiagEvo with the shared-error check (the answer stable across rewordings)
