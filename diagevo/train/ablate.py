@@ -64,21 +64,14 @@ VARIANTS: dict[str, list[str]] = {
     "oracle, half rate": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.learning_rate=5e-5"],
     # the label-accuracy control (no memory): the true answer, but a chosen share of the questions paid a wrong one
     **{
-        f"wrong labels {share}": [
+        f"wrong labels {share}{name}": [
             'memory.generation="free"',
             'solver.reward="true_answer"',
             f"solver.wrong_label_share={share}",
+            *rate,
         ]
-        for share in (0.15, 0.3, 0.45, 0.6)
-    },
-    # the same control at half the solver's rate, the setting that removes the round-1 dip
-    **{
-        f"wrong labels {share}, half rate": [
-            'memory.generation="free"',
-            'solver.reward="true_answer"',
-            f"solver.wrong_label_share={share}",
-            "solver.learning_rate=5e-5",
-        ]
+        # and the same control at half the solver's rate, the setting that removes the round-1 dip
+        for name, rate in (("", []), (", half rate", ["solver.learning_rate=5e-5"]))
         for share in (0.15, 0.3, 0.45, 0.6)
     },
     # Figure 3c's baseline: pure free exploration with the absolute confidence constraint only
