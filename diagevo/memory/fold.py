@@ -67,6 +67,7 @@ class NotCommitted(InvariantError):
 
 
 B = TypeVar("B")
+"""What a :class:`Folding`'s caller makes of each row it counts (the counting rules' break)."""
 
 
 class Taken(NamedTuple, Generic[B]):
@@ -77,8 +78,6 @@ class Taken(NamedTuple, Generic[B]):
     refusal: Refusal | None
     counted: B | None
 
-
-"""What a :class:`Folding`'s caller makes of each row it counts (the counting rules' break)."""
 
 _SCALARS = tuple(f.name for f in fields(Memory) if f.name not in ("causes", "nodes", "committed_rounds", "refused"))
 """The memory's fields a draft holds as they are (its tables it copies on first write)."""
