@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import dataclass, field
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -645,7 +646,7 @@ def _dose_svg(
         cx, cy = xy(x, y)
         cross = f"M{cx - 4:.1f},{cy - 4:.1f}l8,8m-8,0l8,-8"
         parts.append(f'<path d="{cross}" stroke="#d62728"/>')
-        parts.append(f'<text x="{cx + 6:.1f}" y="{cy + 4 + 11 * (k % 2):.1f}" fill="#d62728">{arm}</text>')
+        parts.append(f'<text x="{cx + 6:.1f}" y="{cy + 4 + 11 * (k % 2):.1f}" fill="#d62728">{escape(arm)}</text>')
     return "\n".join([*parts, "</svg>"]) + "\n"
 
 
@@ -744,6 +745,7 @@ if __name__ == "__main__":
     ap.add_argument(
         "--fit-below", type=float, default=1.0, help="with --dose: the line through cells below this wrong+"
     )
+    ap.add_argument("--place", action="append", metavar="ARM", help="with --dose: place only these arms (default: all)")
     ap.add_argument(
         "--practice",
         action="append",
@@ -769,7 +771,7 @@ if __name__ == "__main__":
         if args.dose:
             if not args.pair:
                 raise SystemExit("--dose needs --pair (the change is measured from the pair)")
-            others = sorted({r.arm for r in rows} - set(args.dose))
+            others = sorted(set(args.place or {r.arm for r in rows}) - set(args.dose))
             text, svg = dose_table(rows, args.dose, others, pair_accuracy(args.pair)[0], args.fit_below)
             print("\nThe label accuracy a learner needs\n\n" + text)
             if args.dose_svg:

@@ -164,6 +164,10 @@ def test_the_dose_response_line_and_its_break_even_by_hand(table) -> None:  # no
     # the method's cell: wrong+ 0.4, measured 0.60 - 0.75 = -0.15, the line -0.15: on it
     assert "| method | 1 | 0.400 | -0.150 | -0.150 | +0.000 |" in text
     assert svg.startswith("<svg") and svg.count("<circle") == 4 + 1  # four cells and the break-even
+    # an arm's name comes from a cells file: text in the plot, never markup
+    odd = [table.CellRound("<b>&", 0, t, heldout_acc=0.6, wrong_share=0.4) for t in range(1, 6)]
+    svg = table.dose_table(rows + odd, ["dose"], ["<b>&"], start=0.75, fit_below=0.5)[1]
+    assert ">&lt;b&gt;&amp;</text>" in svg and "<b>" not in svg
 
 
 def test_where_practice_goes_by_hand(table) -> None:  # noqa: ANN001
