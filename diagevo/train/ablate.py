@@ -21,6 +21,11 @@ from diagevo.train.sim.backend import SimBackend
 from diagevo.train.sim.dynamics import measure_seed
 from diagevo.views.admission import admitted_rows
 
+# the label source that never reads the truth: the shared-error check of five rewordings, voted by the first solver
+TRUTH_FREE = ['filter.shared_error_check="variants"', "filter.check_variants=5", 'filter.labeler="initial"']
+# half the solver's rate (mini-cpu's 1e-4), chosen on the oracle alone: it removes the round-1 dip
+HALF_RATE = ["solver.learning_rate=5e-5"]
+
 # variant name -> config overrides (Table 2 columns, then Table 4 fixed ratios)
 VARIANTS: dict[str, list[str]] = {
     "full": [],
@@ -37,31 +42,20 @@ VARIANTS: dict[str, list[str]] = {
     # a label source that never reads the truth, screened on round 1: the check with more rewordings a candidate
     "check, 3 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=3"],
     "check, 5 rewordings": ['filter.shared_error_check="variants"', "filter.check_variants=5"],
-    # the one chosen (the least round-1 wrong+ of those keeping 600 questions), its votes from the run's first solver
-    "truth-free labels": [
-        'filter.shared_error_check="variants"',
-        "filter.check_variants=5",
-        'filter.labeler="initial"',
-    ],
-    "truth-free labels, no memory": [
-        'memory.generation="free"',
-        'filter.shared_error_check="variants"',
-        "filter.check_variants=5",
-        'filter.labeler="initial"',
-    ],
+    # the one chosen (the least round-1 wrong+ of those keeping 600 questions), its votes from the run's first
+    # solver, with and without the memory; and both at half the solver's rate (the setting without the round-1 dip)
+    **{
+        f"truth-free labels{memory}{name}": [*free, *TRUTH_FREE, *rate]
+        for name, rate in (("", []), (", half rate", HALF_RATE))
+        for memory, free in (("", []), (", no memory", ['memory.generation="free"']))
+    },
     # the truth-free arm's questions (the check's five rewordings, the first solver's votes) paid the true
     # answer: separates what the label source retains from the labels it pays
-    "truth-free questions, true answer": [
-        'memory.generation="free"',
-        'filter.shared_error_check="variants"',
-        "filter.check_variants=5",
-        'filter.labeler="initial"',
-        'solver.reward="true_answer"',
-    ],
+    "truth-free questions, true answer": ['memory.generation="free"', *TRUTH_FREE, 'solver.reward="true_answer"'],
     # the oracle with a warm-up of the solver's rate from 0 over its first 30 steps (the round-1 dip's control)
     "oracle, warm-up": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.lr_warmup=30"],
     # the oracle at half the solver's rate throughout (the dip's second control: the rate's size)
-    "oracle, half rate": ['memory.generation="free"', 'solver.reward="true_answer"', "solver.learning_rate=5e-5"],
+    "oracle, half rate": ['memory.generation="free"', 'solver.reward="true_answer"', *HALF_RATE],
     # the label-accuracy control (no memory): the true answer, but a chosen share of the questions paid a wrong one
     **{
         f"wrong labels {share}{name}": [
@@ -71,7 +65,7 @@ VARIANTS: dict[str, list[str]] = {
             *rate,
         ]
         # and the same control at half the solver's rate, the setting that removes the round-1 dip
-        for name, rate in (("", []), (", half rate", ["solver.learning_rate=5e-5"]))
+        for name, rate in (("", []), (", half rate", HALF_RATE))
         for share in (0.15, 0.3, 0.45, 0.6)
     },
     # Figure 3c's baseline: pure free exploration with the absolute confidence constraint only
