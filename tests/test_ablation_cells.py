@@ -3,23 +3,17 @@ rounds come back as saved, a log's cell replaces the file's, and a file of anoth
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "ablation_table.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def table():  # noqa: ANN201 (the script, imported from its path)
-    spec = importlib.util.spec_from_file_location("ablation_table", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/ablation_table.py", "ablation_table")
 
 
 def rounds(table, arm: str, seed: int, accs: list[float]) -> list:  # noqa: ANN001
@@ -92,11 +86,7 @@ def test_figure_3c_is_each_setting_s_shared_label_accuracy_by_round_beside_the_p
 
 
 def _regime():  # noqa: ANN202 (the script, imported from its path)
-    spec = importlib.util.spec_from_file_location("mini_regime", SCRIPT.with_name("mini_regime.py"))
-    assert spec is not None and spec.loader is not None
-    regime = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(regime)
-    return regime
+    return load_script("benchmarks/mini_regime.py", "mini_regime")
 
 
 def test_the_regime_s_cells_train_seed_by_seed_in_the_order_fixed_before_any_result() -> None:

@@ -4,7 +4,6 @@ fails, naming the block and the number, when a committed block was edited by han
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -12,16 +11,13 @@ from types import ModuleType
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_figures", ROOT / "docs" / "figures.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclass looks itself up there
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("docs/figures.py", "docs_figures")
 
 
 def test_every_marked_block_has_a_generator_and_every_generator_a_block() -> None:

@@ -6,7 +6,6 @@ wheel, in the slow tier)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from diagevo.docs import pages as docs_pages
 from docs import render
+from tests.scripts import load_script
 from tests.test_cli_memory import assert_one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,11 +25,7 @@ EXAMPLES |= {"examples/trl_grpo_trainer.py"}
 def shipped() -> set[str]:
     """The files a built package carries beside its pages, as ``setup.py`` lists them (its
     ``setup()`` not run)."""
-    spec = importlib.util.spec_from_file_location("diagevo_setup", ROOT / "setup.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {p.as_posix() for p in module.documentation()}
+    return {p.as_posix() for p in load_script("setup.py", "diagevo_setup").documentation()}
 
 
 def test_every_include_of_every_page_is_in_place_in_the_page_a_wheel_carries() -> None:

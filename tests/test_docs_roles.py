@@ -3,10 +3,11 @@ shows (docs/griffe_roles.py), and a role naming something it does not show fails
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.scripts import load_script
 
 griffe = pytest.importorskip("griffe")
 
@@ -14,11 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _extension() -> object:
-    spec = importlib.util.spec_from_file_location("griffe_roles", ROOT / "docs" / "griffe_roles.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.SphinxRoles()
+    return load_script("docs/griffe_roles.py", "griffe_roles").SphinxRoles()
 
 
 def test_roles_become_links_to_what_the_reference_shows() -> None:

@@ -4,13 +4,13 @@ TRL's linear schedule step by step, over one phase and across two phases with th
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from tests.scripts import load_script
 
 pytest.importorskip("trl")
 import torch  # noqa: E402
@@ -23,12 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location("bench_grpo_vs_trl", ROOT / "benchmarks" / "bench_grpo_vs_trl.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/bench_grpo_vs_trl.py", "bench_grpo_vs_trl")
 
 
 bench = _bench()

@@ -3,23 +3,16 @@ mini world's shapes or one outside them, each retained question's vote against t
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "measure_retained_shapes.py"
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def shapes():  # noqa: ANN201 (the script, imported from its path)
-    spec = importlib.util.spec_from_file_location("measure_retained_shapes", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/measure_retained_shapes.py", "measure_retained_shapes")
 
 
 def test_the_worlds_edge(shapes) -> None:  # noqa: ANN001
