@@ -59,14 +59,22 @@ def launch(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         "ACCELERATE_USE_CPU": "true",
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": str(ROOT),
+        "PYTHONFAULTHANDLER": "1",  # a rank killed by a signal (an abort in C++) prints where each thread was
     }
     return subprocess.run([*cmd, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def why(done: subprocess.CompletedProcess[str]) -> str:
+    """What a failed launch said: the end of its output (how far rank 0 got: a round's table is
+    printed once the round is committed) and of its errors (each rank's traceback, or where each
+    thread of a rank a signal killed stood)."""
+    return f"stdout: ...{done.stdout[-1000:]}\nstderr: ...{done.stderr[-6000:]}"
 
 
 @pytest.mark.slow
 def test_the_challenger_penalty_is_computed_over_the_global_batch(tmp_path: Path) -> None:
     done = launch([str(ROOT / "tests" / "dist_rewards.py"), str(tmp_path)], timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, why(done)
     got = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [g["size"] for g in got] == [2, 2]
     everything = [q for shard in SHARDS for q in shard]
@@ -113,7 +121,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
         ],
         timeout=400,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, why(done)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "ckpt",
         "x.db",
@@ -162,7 +170,7 @@ def test_a_tiny_round_on_two_processes_is_led_by_rank_0(tmp_path: Path, request:
         ],
         timeout=400,
     )
-    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.returncode == 0, why(again)
     store = open_log(f"sqlite:///{db}")
     try:
         second = list(store.read("r", in_round=2))
