@@ -79,14 +79,9 @@ def for_this_rank(cfg: Config) -> tuple[Config, bool]:
 
 
 def finish() -> None:
-    """Wait for every rank, then close the process group (a clean exit on every rank).
-
-    The phases' trainers leave cycles behind (about 1,200 objects a rank after a tiny round); they
-    are collected here, while the interpreter is whole, so that nothing of theirs that holds a
-    gloo work or the group is left to die during interpreter teardown, where freeing a tensor
-    that needs the GIL can abort the process. (One CI run's rank 0 aborted, "terminate called
-    without an active exception", late in a resumed round; where is not known. This removes the
-    teardown risk; it does not show that was the cause.)"""
+    """Wait for every rank, then close the process group (a clean exit on every rank). The
+    phases' trainers leave reference cycles; they are collected first, while the interpreter is
+    whole: freed in its teardown, a gloo work's tensor that needs the GIL can abort the process."""
     if world_size() == 1:
         return
     from accelerate import PartialState
